@@ -1,0 +1,37 @@
+# The two commands of the README: `make book` and `make test`.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+JB    := $(VENV)/bin/jupyter-book
+STAMP := $(VENV)/.installed
+JBFLAGS := -W -n --keep-going
+
+.PHONY: book test venv clean
+
+venv: $(STAMP)
+
+# torch first, pinned: anything looser pulls a CUDA build with several GB of packages.
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -qq torch==2.13.0
+	$(PY) -m pip install -qq -r requirements.txt
+	$(PY) -m pip install -qq --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+# Executes every chapter and builds the HTML book; any warning or cell error fails.
+book: $(STAMP)
+	$(JB) build . $(JBFLAGS)
+	@echo "Book: file://$(CURDIR)/_build/html/index.html"
+
+# Package tests + every chapter re-executed and compared by nbval, then the book
+# rebuilt from the stored (just checked) outputs, so a broken reference fails too.
+test: $(STAMP)
+	$(PY) -m pytest tests book --nbval --nbval-current-env \
+	    --nbval-sanitize-with book/nbval-sanitize.cfg -p no:cacheprovider || [ $$? -eq 5 ]
+	mkdir -p _build
+	sed 's/^\(\s*execute_notebooks:\).*/\1 "off"/' _config.yml > _build/_config.stored.yml
+	$(JB) build . $(JBFLAGS) --config _build/_config.stored.yml
+	@echo "Book (stored outputs): file://$(CURDIR)/_build/html/index.html"
+
+clean:
+	rm -rf _build

@@ -1,0 +1,21 @@
+"""Pairwise cosine similarity between embedding sets."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from hapref.validation import check_float_tensor
+
+
+def pairwise_cosine(x: Tensor, y: Tensor | None = None, eps: float = 1e-8) -> Tensor:
+    """Cosine similarities ``[..., N, M]`` between rows of ``x [..., N, D]`` and ``y [..., M, D]``.
+
+    With ``y`` omitted, the self-similarity matrix of ``x`` (the N×N batch matrix of the losses).
+    This is the frame/embedding similarity used throughout the papers (e.g. TCA Eq. 8).
+    """
+    check_float_tensor(x, "x", ndim=None)
+    y = x if y is None else check_float_tensor(y, "y", ndim=None)
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"x and y must share the feature size, got {x.shape[-1]} and {y.shape[-1]}")
+    return F.normalize(x, dim=-1, eps=eps) @ F.normalize(y, dim=-1, eps=eps).transpose(-1, -2)
