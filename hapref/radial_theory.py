@@ -1,0 +1,117 @@
+"""Theorem 3.1 of the Radial paper, the closed-form gradients it prints, and tools to probe both.
+
+The theorem: if ``L_radial = 0`` with ``c >= 3`` (the negative lies at least ``3R`` from the centroid
+of (q, p, i)), then the negative-side orderings of Eq. 1-2 hold. :func:`sample_radial_zero_quadlets`
+builds quadlets with ``L_radial = 0`` exactly on the boundary (the hardest case) and
+:func:`order_relations` says which orderings hold, so violation rates can be counted for any ``c``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from hapref.losses.radial import radial_centroid_and_radius, squared_distance
+
+__all__ = [
+    "ORDER_RELATIONS",
+    "order_relations",
+    "sample_radial_zero_quadlets",
+    "worst_case_quadlet",
+    "quadlet_gradients",
+    "radial_negative_gradient",
+    "supplementary_radial_gradients",
+]
+
+#: The four pairwise orderings of Radial Eq. 1 (three) and Eq. 2 (one).
+ORDER_RELATIONS = ("d(q,p)<d(q,i)", "d(q,i)<d(q,n)", "d(q,p)<d(q,n)", "d(p,i)<d(p,n)")
+
+
+def order_relations(q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> dict[str, Tensor]:
+    """Which orderings of Radial Eq. 1-2 hold (strictly) for each quadlet: bool tensors ``[B]``."""
+    d_qp, d_qi, d_qn = squared_distance(q, p), squared_distance(q, i), squared_distance(q, n)
+    d_pi, d_pn = squared_distance(p, i), squared_distance(p, n)
+    return dict(zip(ORDER_RELATIONS, (d_qp < d_qi, d_qi < d_qn, d_qp < d_qn, d_pi < d_pn)))
+
+
+def sample_radial_zero_quadlets(count: int, dim: int, c: float, direction: str = "random",
+                                generator: torch.Generator | None = None,
+                                dtype: torch.dtype = torch.float64) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Quadlets with ``L_radial = 0`` exactly on the boundary ``||n - X_G|| = cR`` (Radial Eq. 8).
+
+    q, p, i are standard normal in ``dim`` dimensions. The negative sits at distance ``c R`` from the
+    centroid, along a uniformly random direction (``direction="random"``) or along the spoke of a
+    random vertex of the triangle (``"adversarial"``, the direction that brings n closest to it).
+    """
+    if count < 1 or dim < 1:
+        raise ValueError(f"count and dim must be positive, got count={count}, dim={dim}")
+    if direction not in ("random", "adversarial"):
+        raise ValueError(f"direction must be 'random' or 'adversarial', got {direction!r}")
+    q, p, i = torch.randn(3, count, dim, generator=generator, dtype=dtype)
+    centroid, radius = radial_centroid_and_radius(q, p, i)
+    if direction == "random":
+        unit = torch.randn(count, dim, generator=generator, dtype=dtype)
+    else:
+        vertex = torch.randint(0, 3, (count,), generator=generator)
+        unit = torch.stack([q, p, i])[vertex, torch.arange(count)] - centroid
+    unit = unit / unit.norm(dim=-1, keepdim=True)
+    n = centroid + c * radius[:, None] * unit
+    return q, p, i, n
+
+
+def worst_case_quadlet(c: float, dtype: torch.dtype = torch.float64) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """A 2-D quadlet with ``L_radial = 0`` whose Eq. 2 ordering fails for every ``c < 3``.
+
+    p and i sit at opposite ends of a diameter (``d(p,i) = 2R``), q at the centroid, and n on the
+    boundary sphere straight beyond p, so ``||p - n|| = (c - 1) R``: at ``c = 3`` the two distances tie.
+    """
+    q = torch.tensor([[0.0, 0.0]], dtype=dtype)
+    p = torch.tensor([[1.0, 0.0]], dtype=dtype)
+    i = torch.tensor([[-1.0, 0.0]], dtype=dtype)
+    n = torch.tensor([[c, 0.0]], dtype=dtype)
+    return q, p, i, n
+
+
+def quadlet_gradients(q: Tensor, p: Tensor, i: Tensor, n: Tensor, g1: float = 0.7, g2: float = 0.3,
+                      g3: float = 0.5) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Per-quadlet gradients of the Quadlet loss w.r.t. ``(q, p, i, n)`` as printed in Radial Eq. 7."""
+    d_qp = squared_distance(q, p)
+    a1 = ((g1 + d_qp - squared_distance(q, n)) > 0).to(q.dtype)[:, None]
+    a2 = ((g2 + d_qp - squared_distance(q, i)) > 0).to(q.dtype)[:, None]
+    a3 = ((g3 + squared_distance(p, i) - squared_distance(p, n)) > 0).to(q.dtype)[:, None]
+    grad_i = a2 * 2 * (q - i) + a3 * 2 * (i - p)
+    grad_n = a1 * 2 * (q - n) + a3 * 2 * (p - n)
+    grad_q = a1 * 2 * (n - p) + a2 * 2 * (i - p)
+    grad_p = a1 * 2 * (p - q) + a2 * 2 * (p - q) + a3 * 2 * (n - i)
+    return grad_q, grad_p, grad_i, grad_n
+
+
+def radial_negative_gradient(q: Tensor, p: Tensor, i: Tensor, n: Tensor, c: float = 3.0) -> Tensor:
+    """Gradient of the Radial loss w.r.t. the negative, Radial Eq. 13: ``-2 (n - X_G)`` where active."""
+    centroid, radius = radial_centroid_and_radius(q, p, i)
+    active = ((c * radius).pow(2) - squared_distance(n, centroid) > 0).to(q.dtype)[:, None]
+    return -2 * active * (n - centroid)
+
+
+def supplementary_radial_gradients(q: Tensor, p: Tensor, i: Tensor, n: Tensor, normalized: bool = False,
+                                   ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The Radial-loss gradients exactly as printed in the supplement (c = 3, ``R = ||i - X_G||``).
+
+    ``normalized=False``: supp. Eq. 9-12, gradients of the expanded loss supp. Eq. 6 + Eq. 8.
+    ``normalized=True``: supp. Eq. 15-18, gradients of supp. Eq. 13 + Eq. 14 (unit-norm embeddings,
+    constant terms dropped). Both hinges are taken as active. Transcribed literally, typos included,
+    so they can be checked against autograd.
+    """
+    if not normalized:
+        radial = (16 / 9 * q - 38 / 9 * i + 2 / 3 * n + 16 / 9 * p,                  # Eq. 9
+                  16 / 9 * q - 38 / 9 * i + 2 / 3 * n + 16 / 9 * p,                  # Eq. 10
+                  -38 / 9 * q + 70 / 9 * i + 2 / 3 * n - 38 / 9 * p,                 # Eq. 11
+                  2 * ((q + p + i) / 3 - n))                                         # Eq. 12
+        triplet = (2 * (i - p), 2 * (p - q), 2 * (q - i), torch.zeros_like(n))
+    else:
+        radial = (-38 / 9 * i + 2 / 3 * n + 16 / 9 * p,                              # Eq. 15
+                  -38 / 9 * i + 2 / 3 * n + 16 / 9 * p,                              # Eq. 16
+                  -38 / 9 * q + 2 / 3 * n - 38 / 9 * p,                              # Eq. 17
+                  2 * (q + p + i) / 3)                                               # Eq. 18
+        triplet = (2 * (i - p), -2 * q, q, torch.zeros_like(n))
+    return tuple(r + t for r, t in zip(radial, triplet))  # type: ignore[return-value]
