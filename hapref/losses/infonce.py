@@ -1,0 +1,53 @@
+"""InfoNCE on a batch similarity matrix, in the S2VS convention (HAP-VR's L_base, REFERENCE-FACTS §2.3)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from hapref.validation import check_scores_relevance
+
+
+def _promote(scores: Tensor) -> Tensor:
+    """Half-precision scores in float32 (exp/log need the range); float32/64 unchanged."""
+    return scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores
+
+
+def _square(scores: Tensor, relevance: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    """Validate an N×N batch matrix; return scores, relevance and the ignore mask with the diagonal added."""
+    scores, relevance, mask = check_scores_relevance(scores, relevance, mask)
+    n, m = scores.shape
+    if n != m:
+        raise ValueError(f"scores must be a square N×N batch similarity matrix, got shape {(n, m)}")
+    eye = torch.eye(n, dtype=torch.bool, device=scores.device)
+    return scores, relevance, eye if mask is None else mask | eye
+
+
+class InfoNCE(nn.Module):
+    """InfoNCE over video similarities (HAP-VR Eq. 15, L_base; S2VS form).
+
+    For query i and every positive j ≠ i:
+    ``−log e^{s_ij/τ} / (e^{s_ij/τ} + Σ_{k∈N_i} e^{s_ik/τ} + 10⁻⁶)``; other positives stay out of the
+    denominator. The per-query mean over positives is averaged over queries that have one (0 if none).
+    Computed with log-sum-exp, so τ = 0.03 does not overflow.
+    """
+
+    def __init__(self, temperature: float = 0.03, eps: float = 1e-6) -> None:
+        super().__init__()
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        self.temperature, self.eps = temperature, eps
+
+    def forward(self, scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> Tensor:
+        scores, relevance, ignore = _square(scores, relevance, mask)
+        logits = _promote(scores) / self.temperature
+        positive, negative = relevance & ~ignore, ~relevance & ~ignore
+        neg_lse = torch.logsumexp(logits.masked_fill(~negative, -math.inf), dim=1, keepdim=True)
+        neg_lse = torch.logaddexp(neg_lse, torch.full_like(neg_lse, math.log(self.eps)))
+        nll = torch.logaddexp(logits, neg_lse) - logits                      # −log p_ij, all (i, j)
+        n_pos = positive.sum(1)
+        per_query = (nll * positive).sum(1) / n_pos.clamp(min=1)
+        has_pos = n_pos > 0
+        return (per_query * has_pos).sum() / has_pos.sum().clamp(min=1)

@@ -1,0 +1,33 @@
+"""SSHN: hard-negative and self-similarity terms of S2VS (HAP-VR L_base, REFERENCE-FACTS §2.3)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from hapref.losses.infonce import _promote, _square
+
+
+class SSHN(nn.Module):
+    """Self-similarity + hard-negative loss (HAP-VR Eq. 15, L_base; S2VS).
+
+    ``hard_negative = −mean_i log max(1 − max_{k∈N_i} s_ik, ε)`` over queries with a negative, and
+    ``self = −mean_i log max(s_ii, ε)``; forward returns both (S2VS weighs their sum by λ = 3).
+    """
+
+    def __init__(self, eps: float = 1e-3) -> None:
+        super().__init__()
+        if not 0 < eps < 1:
+            raise ValueError(f"eps must lie in (0, 1), got {eps}")
+        self.eps = eps
+
+    def forward(self, scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        scores, relevance, ignore = _square(scores, relevance, mask)
+        scores = _promote(scores)
+        negative = ~relevance & ~ignore
+        hardest = scores.masked_fill(~negative, -torch.inf).amax(1)
+        has_neg = negative.any(1)
+        hn = -torch.log((1 - hardest[has_neg]).clamp(min=self.eps))
+        hard_negative = hn.mean() if has_neg.any() else scores.sum() * 0
+        self_sim = -torch.log(torch.diagonal(scores).clamp(min=self.eps)).mean()
+        return hard_negative, self_sim
