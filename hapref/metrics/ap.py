@@ -1,0 +1,124 @@
+"""Average precision: per list (AP), mean over queries (mAP) and pooled over queries (μAP).
+
+Definition (HAP-VR Eq. 6 read as AP = 1 − AP risk; REFERENCE-FACTS §3.1): rank the items of a list by descending score,
+let ``P@k`` be the fraction of relevant items among the first ``k`` and ``R`` the number of
+relevant items; then ``AP = (1/R) Σ_k P@k · rel_k``, the mean precision at the ranks of the
+relevant items.
+
+Ties: items with equal scores form one group that is retrieved together, so every relevant item
+of a group gets the precision measured at the group's *last* rank. This is exactly the
+convention of ``sklearn.metrics.average_precision_score`` (one operating point per distinct
+score), equals HAP-VR Eq. 6 with the step function taken as H(0) = 1, and makes AP independent
+of the order in which tied items are stored.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from hapref.metrics._ranking import rank_rows, row_chunks, tie_groups, work_dtype
+from hapref.validation import check_scores_relevance
+
+
+def check_nonempty(scores: Tensor) -> None:
+    """Raise ValueError when ``scores`` has no entries."""
+    if scores.numel() == 0:
+        raise ValueError(f"scores must not be empty, got shape {tuple(scores.shape)}")
+
+
+def keep_mask(relevance: Tensor, mask: Tensor | None) -> Tensor:
+    """Entries that take part in the ranking (the complement of ``mask``, True = ignore)."""
+    return torch.ones_like(relevance) if mask is None else ~mask
+
+
+def ap_per_row(scores: Tensor, relevance: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
+    """AP of every row of [Q,M] inputs (0 where a row has no relevant item) and its number of relevant items."""
+    dtype = work_dtype(scores.dtype)
+    order = rank_rows(scores, keep)
+    sorted_scores, sorted_keep = scores.gather(-1, order), keep.gather(-1, order)
+    rel = (relevance & keep).gather(-1, order).to(dtype)
+    _, last = tie_groups(sorted_scores, sorted_keep)
+    hits = rel.cumsum(-1)
+    precision_at_group_end = hits.gather(-1, last) / (last + 1).to(dtype)
+    n_relevant = rel.sum(-1)
+    ap = (rel * precision_at_group_end).sum(-1) / n_relevant.clamp_min(1)
+    return ap, n_relevant
+
+
+def average_precision(scores: Tensor, relevance: Tensor) -> Tensor:
+    """Non-interpolated AP of one ranked list, HAP-VR Eq. 6 (REFERENCE-FACTS §3.1).
+
+    Args:
+        scores: [M] float similarities (higher = ranked earlier).
+        relevance: [M] bool or 0/1 labels.
+
+    Returns:
+        0-d tensor (float32, or float64 for float64 scores) on the scores' device. Tied scores
+        form one group (scikit-learn's convention, see the module docstring).
+
+    Raises:
+        ValueError: bad shapes/dtypes, NaN scores, empty input, or no relevant item (AP undefined).
+    """
+    scores, relevance, _ = check_scores_relevance(scores, relevance, ndim=1)
+    check_nonempty(scores)
+    ap, n_relevant = ap_per_row(scores[None], relevance[None], torch.ones_like(relevance)[None])
+    if n_relevant[0] == 0:
+        raise ValueError("relevance has no relevant item: AP is undefined")
+    return ap[0]
+
+
+def mean_average_precision(scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> Tensor:
+    """mAP: the mean over queries of the per-query AP, HAP-VR Sec. 4.1 "Evaluation Metrics" (REFERENCE-FACTS §3.1).
+
+    Args:
+        scores: [Q,M] float similarities of Q queries to M database items.
+        relevance: [Q,M] bool or 0/1 labels.
+        mask: optional [Q,M] bool, True = leave this entry out of the ranking (e.g. the query itself).
+
+    Returns:
+        0-d tensor. Queries without a relevant (unmasked) item are skipped, as in the FIVR
+        evaluation. Ties as in :func:`average_precision`. Rows are processed in chunks to bound memory.
+
+    Raises:
+        ValueError: bad inputs, or no query has a relevant item.
+    """
+    scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=2)
+    check_nonempty(scores)
+    keep = keep_mask(relevance, mask)
+    aps, counts = [], []
+    for rows in row_chunks(*scores.shape):
+        ap, n_relevant = ap_per_row(scores[rows], relevance[rows], keep[rows])
+        aps.append(ap)
+        counts.append(n_relevant)
+    ap, has_relevant = torch.cat(aps), torch.cat(counts) > 0
+    if not has_relevant.any():
+        raise ValueError("relevance has no relevant (unmasked) item in any query: mAP is undefined")
+    return ap[has_relevant].mean()
+
+
+def micro_average_precision(scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> Tensor:
+    """μAP (micro AP, the "detection" metric), HAP-VR Sec. 4.1 "Evaluation Metrics" (REFERENCE-FACTS §3.1).
+
+    All unmasked (query, item) pairs are pooled into one list and ranked by score globally; the AP
+    of that list rewards similarities that work with a single threshold across queries.
+
+    Args:
+        scores: [Q,M] float similarities.
+        relevance: [Q,M] bool or 0/1 labels.
+        mask: optional [Q,M] bool, True = leave the pair out (e.g. query == item).
+
+    Returns:
+        0-d tensor; ties as in :func:`average_precision`.
+
+    Raises:
+        ValueError: bad inputs, or no relevant unmasked pair.
+    """
+    scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=2)
+    check_nonempty(scores)
+    keep = keep_mask(relevance, mask)
+    pooled_scores, pooled_relevance = scores[keep], relevance[keep]
+    if not pooled_relevance.any():
+        raise ValueError("relevance has no relevant (unmasked) pair: μAP is undefined")
+    ap, _ = ap_per_row(pooled_scores[None], pooled_relevance[None], torch.ones_like(pooled_relevance)[None])
+    return ap[0]

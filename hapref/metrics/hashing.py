@@ -1,0 +1,110 @@
+"""Top-N metrics of the video-hashing literature: mAP@N (two conventions) and GMAP.
+
+Hashing evaluation ranks the database by Hamming distance and scores only the first N results.
+Pass ``scores = -hamming_distance`` (higher = closer). Hamming distances tie massively, so the
+order inside a tie group matters for a truncated list: here ties keep their database order
+(stable sort, lower index first), a deterministic stand-in for the released code's unstable
+``np.argsort`` (REFERENCE-FACTS §7.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from hapref.metrics._ranking import rank_rows, row_chunks, work_dtype
+from hapref.metrics.ap import check_nonempty, keep_mask
+from hapref.validation import check_scores_relevance
+
+CONVENTIONS = ("standard", "autossvh")
+AUTOSSVH_NS = (5, 20, 40, 60, 80, 100)
+
+
+def map_at_ns(scores: Tensor, relevance: Tensor, ns: Sequence[int], convention: str = "standard",
+              mask: Tensor | None = None) -> Tensor:
+    """mAP@N for several N from one sort: a [len(ns)] tensor (see :func:`map_at_n`)."""
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    if len(ns) == 0 or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in ns):
+        raise ValueError(f"n must be a positive int (or a non-empty sequence of them), got {ns!r}")
+    scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=2)
+    check_nonempty(scores)
+    keep = keep_mask(relevance, mask)
+    has_relevant = (relevance & keep).any(-1)
+    if not has_relevant.any():
+        raise ValueError("relevance has no relevant (unmasked) item in any query: mAP@N is undefined")
+    scores, relevance, keep = scores[has_relevant], relevance[has_relevant], keep[has_relevant]
+    aps = [ap_at_ns_per_row(scores[rows], relevance[rows], keep[rows], ns, convention)
+           for rows in row_chunks(*scores.shape)]
+    return torch.cat(aps).mean(0)
+
+
+def ap_at_ns_per_row(scores: Tensor, relevance: Tensor, keep: Tensor, ns: Sequence[int],
+                     convention: str) -> Tensor:
+    """AP@N of every row for every N: [Q, len(ns)]."""
+    dtype = work_dtype(scores.dtype)
+    top = min(max(ns), scores.shape[-1])
+    order = rank_rows(scores, keep)[:, :top]
+    rel = (relevance & keep).gather(-1, order).to(dtype)
+    hits = rel.cumsum(-1)
+    ranks = torch.arange(1, top + 1, device=scores.device, dtype=dtype)
+    precision_sum = (rel * hits / ranks).cumsum(-1)
+    cut = torch.tensor([min(n, top) - 1 for n in ns], device=scores.device)
+    p = precision_sum[:, cut]
+    if convention == "standard":
+        return p / hits[:, cut].clamp_min(1)
+    return p / torch.tensor(list(ns), device=scores.device, dtype=dtype)
+
+
+def map_at_n(scores: Tensor, relevance: Tensor, n: int, convention: str = "standard",
+             mask: Tensor | None = None) -> Tensor:
+    """mAP@N, the hashing retrieval metric of AutoSSVH Sec. 4.2, "Evaluation Protocols" (REFERENCE-FACTS §7.5).
+
+    For one query let ``rel_r`` mark a relevant item at rank r, ``P@r`` the precision of the
+    first r results and ``p = Σ_{r ≤ N} P@r · rel_r``. Then
+
+    * ``convention="standard"``: ``AP@N = p / (number of relevant items in the top N)``, and 0 when
+      there is none — the usual hashing convention (e.g. the DeepHash evaluation code); a list
+      whose top N are all relevant scores 1;
+    * ``convention="autossvh"``: ``AP@N = p / N`` — what the released AutoSSVH / ConMH / S5VH code
+      computes, so the mAP@N and GMAP numbers printed in those papers use this convention. It is
+      never above the standard value and equals it when all (or none) of the top N are relevant.
+
+    mAP@N is the mean over queries. Queries without any relevant (unmasked) item are skipped
+    (in the AutoSSVH protocol this never happens: the query itself is in the database).
+
+    Args:
+        scores: [Q,M] float similarities (``-hamming`` for hash codes).
+        relevance: [Q,M] bool or 0/1 labels.
+        n: cut-off N ≥ 1 (lists shorter than N are scored in full; "autossvh" still divides by N).
+        convention: "standard" or "autossvh".
+        mask: optional [Q,M] bool, True = leave the entry out of the ranking.
+
+    Returns:
+        0-d tensor. Ties keep database order (see the module docstring).
+    """
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    return map_at_ns(scores, relevance, [n], convention, mask)[0]
+
+
+def gmap(scores: Tensor, relevance: Tensor, ns: Sequence[int] = AUTOSSVH_NS,
+         convention: str = "autossvh", mask: Tensor | None = None) -> Tensor:
+    """GMAP exactly as printed in AutoSSVH Eq. 21: ``sqrt( Σ_{N ∈ ns} (mAP@N)² )``.
+
+    The paper calls it a geometric mean, but the printed formula is the root of a *sum of
+    squares* (the Euclidean norm of the vector of mAP@N values): it is not a mean of any kind and
+    ranges over ``[0, sqrt(len(ns))]`` — with six cut-offs up to about 2.449, which is why GMAP values
+    above 1 appear in the paper's tables. No GMAP code was released (REFERENCE-FACTS §7.5).
+
+    Args:
+        scores, relevance, mask: as in :func:`map_at_n`.
+        ns: the cut-offs, by default AutoSSVH's {5, 20, 40, 60, 80, 100}.
+        convention: mAP@N convention; default "autossvh", the one behind the paper's numbers.
+
+    Returns:
+        0-d tensor.
+    """
+    return map_at_ns(scores, relevance, list(ns), convention, mask).square().sum().sqrt()
