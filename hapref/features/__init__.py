@@ -1,1 +1,20 @@
-"""hapref.features."""
+"""Frame and region descriptors: frozen backbones, L3-iMAC / iMAC / L3-iRMAC pooling, PCA whitening."""
+
+from hapref.features.backbones import (
+    BACKBONES,
+    Backbone,
+    EfficientNetLite0Backbone,
+    ResNet50Backbone,
+    SmallCNN,
+    load_backbone,
+    to_float_frames,
+)
+from hapref.features.extractor import FeatureExtractor, atomic_save
+from hapref.features.pooling import POOLINGS, pool_layers, regional_max_pool
+from hapref.features.whitening import PCAWhitening
+
+__all__ = [
+    "BACKBONES", "POOLINGS", "Backbone", "EfficientNetLite0Backbone", "FeatureExtractor", "PCAWhitening",
+    "ResNet50Backbone", "SmallCNN", "atomic_save", "load_backbone", "pool_layers", "regional_max_pool",
+    "to_float_frames",
+]

@@ -1,5 +1,27 @@
 """Video and embedding similarity: pairwise cosine, Chamfer and TopK-Chamfer, the ViSiL-style CNN."""
 
+from hapref.similarity.chamfer import (
+    chamfer_similarity,
+    mean_pooled_similarity,
+    mean_similarity,
+    pair_mask,
+    symmetric_chamfer,
+    topk_chamfer,
+)
+from hapref.similarity.comparator import VideoComparator, pool_mask, similarity_regularization, squash
+from hapref.similarity.network import (
+    MEASURES,
+    RegionAttention,
+    VideoSimilarityNetwork,
+    frame_to_frame,
+    pad_videos,
+    video_similarity_matrix,
+)
 from hapref.similarity.pairwise import pairwise_cosine
 
-__all__ = ["pairwise_cosine"]
+__all__ = [
+    "MEASURES", "RegionAttention", "VideoComparator", "VideoSimilarityNetwork", "chamfer_similarity",
+    "frame_to_frame", "mean_pooled_similarity", "mean_similarity", "pad_videos", "pair_mask", "pairwise_cosine",
+    "pool_mask", "similarity_regularization", "squash", "symmetric_chamfer", "topk_chamfer",
+    "video_similarity_matrix",
+]

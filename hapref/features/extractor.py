@@ -1,0 +1,117 @@
+"""Batched, cached frame/region feature extraction: backbone -> regional pooling -> PCA whitening.
+
+HAP-VR §3.2 (L3-iMAC region features ``[T, 9, D]``) and TCA §3.2 (iMAC / L3-iRMAC ``[T, D]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from hapref.features.backbones import Backbone, load_backbone
+from hapref.features.pooling import POOLINGS, pool_layers
+from hapref.features.whitening import PCAWhitening
+
+
+def atomic_save(obj: object, path: str | Path) -> None:
+    """``torch.save`` to a temporary file in the same folder, then rename: no partial files."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pt")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save(obj, handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class FeatureExtractor(nn.Module):
+    """Frames ``[T, H, W, 3]`` uint8 -> L3-iMAC regions ``[T, R, D]`` or iMAC / L3-iRMAC ``[T, D]``.
+
+    ``backbone`` is a name for :func:`load_backbone` or a :class:`Backbone`; ``pooling`` one of
+    ``"l3imac"`` (default), ``"imac"``, ``"l3irmac"``; ``whitening`` an optional fitted
+    :class:`PCAWhitening` (fit one with :meth:`fit_whitening`). Frames are processed
+    ``batch_size`` at a time without gradients; the extractor is frozen.
+    """
+
+    def __init__(self, backbone: str | Backbone = "efficientnet-lite0", pooling: str = "l3imac", grid: int = 3,
+                 whitening: PCAWhitening | None = None, batch_size: int = 64) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.backbone_name = backbone if isinstance(backbone, str) else type(backbone).__name__
+        self.backbone = load_backbone(backbone) if isinstance(backbone, str) else backbone
+        self.pooling, self.grid, self.batch_size = pooling, grid, batch_size
+        self.whitening = whitening
+
+    @property
+    def device(self) -> torch.device:
+        return self.backbone.mean.device
+
+    @torch.no_grad()
+    def descriptors(self, frames: Tensor) -> Tensor:
+        """Pooled, L2-normalised descriptors before whitening, computed in batches of frames."""
+        outs = [pool_layers(self.backbone(frames[i:i + self.batch_size]), self.pooling, self.grid)
+                for i in range(0, frames.shape[0], self.batch_size)]
+        return torch.cat(outs) if outs else torch.empty(0, device=self.device)
+
+    @torch.no_grad()
+    def forward(self, frames: Tensor) -> Tensor:
+        x = self.descriptors(frames)
+        return self.whitening(x) if self.whitening is not None else x
+
+    def fit_whitening(self, videos: Iterable[Tensor], dim: int | None = None,
+                      frames_per_video: int | None = None) -> PCAWhitening:
+        """Fit (and install) PCA whitening on descriptors of ``videos`` (every frame, or an even subsample)."""
+        samples = []
+        for frames in videos:
+            if frames_per_video is not None and frames.shape[0] > frames_per_video:
+                frames = frames[torch.linspace(0, frames.shape[0] - 1, frames_per_video).round().long()]
+            samples.append(self.descriptors(frames).flatten(0, -2))
+        self.whitening = PCAWhitening.fit(torch.cat(samples), dim=dim)
+        return self.whitening
+
+    def config_hash(self) -> str:
+        """Short hash of everything that changes the output: backbone, pooling, grid, image size, whitening."""
+        spec = json.dumps([self.backbone_name, self.pooling, self.grid, self.backbone.image_size])
+        digest = hashlib.sha256(spec.encode())
+        for tensor in self.backbone.state_dict().values():
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes()[:4096])
+        if self.whitening is not None:
+            for tensor in self.whitening.state_dict().values():
+                digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()[:16]
+
+    def extract(self, videos: Mapping[str, Tensor] | Iterable[tuple[str, Tensor]],
+                cache_dir: str | Path | None = None, progress: bool = True) -> dict[str, Tensor]:
+        """Features for every ``(video_id, frames)``, as a dict, on the extractor's device.
+
+        With ``cache_dir``, features are stored as ``<cache_dir>/<config hash>/<video id>.pt``
+        (atomic writes, loaded with ``weights_only=True``) and reused on the next call.
+        """
+        items: Iterator[tuple[str, Tensor]] = iter(videos.items() if isinstance(videos, Mapping) else videos)
+        folder = Path(cache_dir) / self.config_hash() if cache_dir is not None else None
+        total = len(videos) if isinstance(videos, Mapping) else None
+        features = {}
+        for video_id, frames in tqdm(items, total=total, disable=not progress, desc="features"):
+            path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', str(video_id))}.pt" if folder else None
+            if path is not None and path.is_file():
+                features[video_id] = torch.load(path, map_location=self.device, weights_only=True)
+                continue
+            features[video_id] = self(frames)
+            if path is not None:
+                atomic_save(features[video_id].cpu(), path)
+        return features

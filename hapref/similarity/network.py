@@ -1,0 +1,204 @@
+"""Bottom-up video similarity: regions -> frames (spatial TopK-Chamfer) -> ψ -> video (temporal TopK-Chamfer).
+
+HAP-VR §3.3.1, Eq. 3–5 (after ViSiL). Videos are padded tensors ``[N, T, R, D]`` (or ``[N, T, D]``,
+one region per frame) with frame masks ``[N, T]`` (True = real frame).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from hapref.similarity.chamfer import (
+    chamfer_similarity,
+    pair_mask,
+    symmetric_chamfer,
+    topk_chamfer,
+)
+from hapref.similarity.comparator import VideoComparator, similarity_regularization, squash
+from hapref.validation import check_float_tensor
+
+MEASURES = ("cosine", "mean", "chamfer", "symmetric_chamfer", "topk_chamfer")
+
+
+def pad_videos(videos: list[Tensor]) -> tuple[Tensor, Tensor]:
+    """Stack variable-length videos ``[T_i, ...]`` into ``[N, T_max, ...]`` zero-padded plus a mask ``[N, T_max]``."""
+    if len(videos) == 0:
+        raise ValueError("videos must hold at least one video")
+    lengths = torch.tensor([v.shape[0] for v in videos])
+    padded = torch.nn.utils.rnn.pad_sequence(list(videos), batch_first=True)
+    mask = torch.arange(padded.shape[1]) < lengths.unsqueeze(1)
+    return padded, mask.to(padded.device)
+
+
+def _as_regions(x: Tensor, name: str) -> Tensor:
+    check_float_tensor(x, name, ndim=(3, 4))
+    return x.unsqueeze(2) if x.ndim == 3 else x
+
+
+def frame_to_frame(x: Tensor, y: Tensor, spatial_k: float = 0.0, x_mask: Tensor | None = None,
+                   y_mask: Tensor | None = None) -> Tensor:
+    """All-pairs frame-to-frame similarities ``[Nx, Ny, Tx, Ty]`` by spatial TopK-Chamfer (HAP-VR Eq. 3).
+
+    ``x [Nx, Tx, R, D]`` and ``y [Ny, Ty, R', D]`` (or ``[N, T, D]``) hold L2-normalised region
+    descriptors; region-to-region dot products are reduced with TopK-Chamfer over the target
+    regions and averaged over the query regions. Pairs involving a padded frame are 0.
+    """
+    x, y = _as_regions(x, "x"), _as_regions(y, "y")
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"x and y must share the descriptor size D, got {x.shape[-1]} and {y.shape[-1]}")
+    (nx, tx, rx, d), (ny, ty, ry, _) = x.shape, y.shape
+    regions = (x.reshape(-1, d) @ y.reshape(-1, d).T).view(nx, tx, rx, ny, ty, ry).permute(0, 3, 1, 4, 2, 5)
+    f2f = topk_chamfer(regions, spatial_k)
+    mask = pair_mask(None if x_mask is None else x_mask[:, None, :],
+                     None if y_mask is None else y_mask[None, :, :])
+    return f2f if mask is None else f2f.masked_fill(~mask, 0.0)
+
+
+def video_similarity_matrix(queries: Tensor, database: Tensor, query_mask: Tensor | None = None,
+                            database_mask: Tensor | None = None, measure: str = "chamfer", k: float = 0.1,
+                            spatial_k: float = 0.0, chunk_size: int = 256) -> Tensor:
+    """Training-free query × database scores ``[Q, B]`` from region or frame descriptors.
+
+    ``measure``: ``"cosine"`` (cosine of mean-pooled descriptors, TCA Eq. 10 normalised),
+    ``"mean"``, ``"chamfer"`` (TCA Eq. 8), ``"symmetric_chamfer"`` (TCA Eq. 9) or ``"topk_chamfer"``
+    (HAP-VR Eq. 5 with rate ``k``) on the frame-to-frame matrix of :func:`frame_to_frame`.
+    At most ``chunk_size`` (query, database) pairs are materialised at a time.
+    """
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
+    queries, database = _as_regions(queries, "queries"), _as_regions(database, "database")
+    if measure == "cosine":
+        qm = queries.mean(dim=2)
+        dm = database.mean(dim=2)
+        q = F.normalize(_frame_mean(qm, query_mask), dim=-1)
+        b = F.normalize(_frame_mean(dm, database_mask), dim=-1)
+        return q @ b.T
+
+    def block(q: Tensor, b: Tensor, q_mask: Tensor | None, b_mask: Tensor | None) -> Tensor:
+        f2f = frame_to_frame(q, b, spatial_k, q_mask, b_mask)
+        mask = pair_mask(None if q_mask is None else q_mask[:, None, :], None if b_mask is None else b_mask[None])
+        if measure == "chamfer":
+            return chamfer_similarity(f2f, mask)
+        if measure == "symmetric_chamfer":
+            return symmetric_chamfer(f2f, mask)
+        return topk_chamfer(f2f, 1.0 if measure == "mean" else k, mask)
+
+    return _chunked(block, queries, database, query_mask, database_mask, chunk_size)
+
+
+def _frame_mean(x: Tensor, mask: Tensor | None) -> Tensor:
+    if mask is None:
+        return x.mean(dim=1)
+    w = mask.to(x.dtype).unsqueeze(-1)
+    return (x * w).sum(dim=1) / w.sum(dim=1).clamp_min(1)
+
+
+def _chunked(block, queries: Tensor, database: Tensor, query_mask: Tensor | None, database_mask: Tensor | None,
+             chunk_size: int) -> Tensor:
+    """Evaluate ``block`` on query/database blocks of at most ``chunk_size`` pairs; assemble ``[Q, B]``."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    n_q, n_b = queries.shape[0], database.shape[0]
+    step_b = min(n_b, chunk_size)
+    step_q = max(1, chunk_size // max(step_b, 1))
+    rows = []
+    for i in range(0, n_q, step_q):
+        q_mask = None if query_mask is None else query_mask[i:i + step_q]
+        rows.append(torch.cat([block(queries[i:i + step_q], database[j:j + step_b], q_mask,
+                                     None if database_mask is None else database_mask[j:j + step_b])
+                               for j in range(0, n_b, step_b)], dim=1))
+    return torch.cat(rows, dim=0) if rows else queries.new_zeros(0, n_b)
+
+
+class RegionAttention(nn.Module):
+    """Region re-weighting ``x · sigmoid(uᵀ tanh(W x + b))`` used by S2VS/HAP-VR before comparison."""
+
+    def __init__(self, dims: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(dims, dims)
+        self.context = nn.Linear(dims, 1, bias=False)
+        nn.init.xavier_uniform_(self.proj.weight)
+        nn.init.zeros_(self.proj.bias)
+        nn.init.xavier_uniform_(self.context.weight)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * torch.sigmoid(self.context(torch.tanh(self.proj(x))))
+
+
+class VideoSimilarityNetwork(nn.Module):
+    """HAP-VR's similarity function f (§3.3.1): regions -> frames (Eq. 3) -> ψ (Eq. 4) -> video (Eq. 5).
+
+    - ``forward(features [N, T, R, D], mask [N, T]) -> (video_sim [N, N], frame_sims [N, N, T, T], reg_loss)``
+      for training: ``frame_sims`` are the spatial TopK-Chamfer matrices *before* ψ (the input of
+      HAP-VR's frame-level AP loss), ``reg_loss`` the summed similarity regulariser on ψ's raw output.
+    - ``score(queries, database, ...) -> [Q, B]`` for evaluation, chunked.
+
+    ``spatial_k`` / ``temporal_k`` default to HAP-VR's released rates 0.1 / 0.03
+    (REFERENCE-FACTS §1.3). ``attention`` adds :class:`RegionAttention` (needs ``dims``);
+    ``comparator=False`` skips ψ (plain two-level TopK-Chamfer, no parameters).
+    ``chunk_size`` bounds how many video pairs' region tensors exist at once; under autograd each
+    chunk is recomputed in backward (activation checkpointing) so training memory stays bounded too.
+    """
+
+    def __init__(self, dims: int | None = None, spatial_k: float = 0.1, temporal_k: float = 0.03,
+                 attention: bool = False, comparator: bool = True, chunk_size: int = 256) -> None:
+        super().__init__()
+        if attention and dims is None:
+            raise ValueError("dims must be given when attention=True")
+        self.spatial_k, self.temporal_k, self.chunk_size = spatial_k, temporal_k, chunk_size
+        self.attention = RegionAttention(dims) if attention else None
+        self.comparator = VideoComparator() if comparator else None
+
+    def index(self, features: Tensor) -> Tensor:
+        """Region features ``[N, T, R, D]`` ready for comparison (attention applied when enabled)."""
+        features = _as_regions(features, "features")
+        return self.attention(features) if self.attention is not None else features
+
+    def frame_similarity(self, x: Tensor, y: Tensor, x_mask: Tensor | None = None,
+                         y_mask: Tensor | None = None) -> Tensor:
+        """Frame-to-frame matrices ``[Nx, Ny, Tx, Ty]`` of indexed videos (spatial TopK-Chamfer, Eq. 3)."""
+        step = max(1, self.chunk_size // max(y.shape[0], 1))
+        blocks = []
+        for i in range(0, x.shape[0], step):
+            args = (x[i:i + step], y, self.spatial_k, None if x_mask is None else x_mask[i:i + step], y_mask)
+            if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad):
+                blocks.append(checkpoint(frame_to_frame, *args, use_reentrant=False))
+            else:
+                blocks.append(frame_to_frame(*args))
+        return torch.cat(blocks, dim=0)
+
+    def video_similarity(self, frame_sims: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Video similarity ``[...]`` and regulariser from frame matrices ``[..., Tx, Ty]`` (Eq. 4–5)."""
+        check_float_tensor(frame_sims, "frame_sims", ndim=None)
+        if self.comparator is None:
+            return topk_chamfer(frame_sims, self.temporal_k, mask), frame_sims.new_zeros(())
+        lead = frame_sims.shape[:-2]
+        flat = frame_sims.reshape(-1, *frame_sims.shape[-2:])
+        flat_mask = None if mask is None else mask.expand_as(frame_sims).reshape(flat.shape)
+        raw, out_mask = self.comparator(flat, flat_mask)
+        sim = topk_chamfer(squash(raw), self.temporal_k, out_mask)
+        return sim.view(lead), similarity_regularization(raw, out_mask)
+
+    def forward(self, features: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        x = self.index(features)
+        frame_sims = self.frame_similarity(x, x, mask, mask)
+        pairs = pair_mask(None if mask is None else mask[:, None, :], None if mask is None else mask[None])
+        video_sim, reg = self.video_similarity(frame_sims, pairs)
+        return video_sim, frame_sims, reg
+
+    def score(self, queries: Tensor, database: Tensor, query_mask: Tensor | None = None,
+              database_mask: Tensor | None = None, chunk_size: int | None = None) -> Tensor:
+        """Query × database video similarities ``[Q, B]``, at most ``chunk_size`` pairs at a time."""
+        q, b = self.index(queries), self.index(database)
+
+        def block(qb: Tensor, bb: Tensor, qm: Tensor | None, bm: Tensor | None) -> Tensor:
+            f2f = frame_to_frame(qb, bb, self.spatial_k, qm, bm)
+            return self.video_similarity(f2f, pair_mask(None if qm is None else qm[:, None, :],
+                                                        None if bm is None else bm[None]))[0]
+
+        return _chunked(block, q, b, query_mask, database_mask, chunk_size or self.chunk_size)
+
+
