@@ -4,5 +4,44 @@
 from hapref.losses.hapvr_objective import WEIGHT_PRESETS, HAPVRObjective, HAPVRWeights, frame_level_ap_loss
 from hapref.losses.infonce import InfoNCE
 from hapref.losses.pseudo_labels import frame_pseudo_labels, teacher_frame_similarity
-from hapref.losses.similarity_regularization import similarity_regularization
 from hapref.losses.sshn import SSHN
+
+# AP losses and the baselines of HAP-VR Table 2
+from hapref.losses._base import RankingLoss
+from hapref.losses.blackbox_ap import BlackBoxAP, blackbox_ranks, descending_ranks
+from hapref.losses.histogram_ap import FastAP, ListwiseAP, histogram_ap
+from hapref.losses.pair_losses import Circle, Contrastive, Triplet
+from hapref.losses.pointwise import MAE, MSE
+from hapref.losses.quadlinear_ap import QuadLinearAP
+from hapref.losses.relaxed_rank import relaxed_rank_ap
+from hapref.losses.smooth_ap import SmoothAP
+from hapref.losses.surrogates import heaviside, quad_linear, sigmoid_step
+
+__all__ = [
+    "blackbox_ranks",
+    "BlackBoxAP",
+    "Circle",
+    "Contrastive",
+    "descending_ranks",
+    "FastAP",
+    "frame_level_ap_loss",
+    "frame_pseudo_labels",
+    "HAPVRObjective",
+    "HAPVRWeights",
+    "heaviside",
+    "histogram_ap",
+    "InfoNCE",
+    "ListwiseAP",
+    "MAE",
+    "MSE",
+    "quad_linear",
+    "QuadLinearAP",
+    "RankingLoss",
+    "relaxed_rank_ap",
+    "sigmoid_step",
+    "SmoothAP",
+    "SSHN",
+    "teacher_frame_similarity",
+    "Triplet",
+    "WEIGHT_PRESETS",
+]

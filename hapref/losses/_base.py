@@ -1,0 +1,62 @@
+"""The common frame of every ranking loss: validation, masking, query chunking and reduction."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from hapref.validation import check_scores_relevance
+
+
+class RankingLoss(nn.Module, ABC):
+    """Base of the losses called as ``loss(scores[Q, M], relevance[Q, M], mask=None) -> scalar``.
+
+    Row q ranks M candidates; ``relevance`` is boolean; ``mask`` (True = ignore) removes entries
+    from the ranking entirely, e.g. the self-pair on the diagonal of a batch's N×N matrix.
+    Subclasses implement :meth:`per_query`; queries without a positive contribute nothing and a
+    batch without any positive returns a zero that is still attached to the graph.
+    Half-precision scores are computed in float32 and the result is cast back.
+    """
+
+    #: True when a query row costs O(M²) memory; such losses are chunked over queries.
+    pairwise: bool = False
+
+    def __init__(self, max_elements: int = 2**25) -> None:
+        super().__init__()
+        if max_elements < 1:
+            raise ValueError(f"max_elements must be positive, got {max_elements}")
+        self.max_elements = max_elements
+
+    @abstractmethod
+    def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """Loss of each query ``[Q]`` from float scores and disjoint bool masks of positives/negatives."""
+
+    def forward(self, scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> Tensor:
+        scores, relevance, mask = check_scores_relevance(scores, relevance, mask)
+        out_dtype = scores.dtype
+        if scores.dtype in (torch.float16, torch.bfloat16):
+            scores = scores.float()
+        valid = torch.ones_like(relevance) if mask is None else ~mask
+        positive, negative = relevance & valid, ~relevance & valid
+        has_positive = positive.any(dim=1)
+        if not has_positive.any():
+            return scores[:0, :0].sum().to(out_dtype)  # zero, still on the graph
+        scores, positive, negative = scores[has_positive], positive[has_positive], negative[has_positive]
+        return self._chunked(scores, positive, negative).mean().to(out_dtype)
+
+    def _chunked(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """Per-query losses, in row chunks (recomputed in backward) when O(Q·M²) exceeds the bound."""
+        q, m = scores.shape
+        rows = max(1, self.max_elements // max(1, m * m)) if self.pairwise else q
+        if rows >= q:
+            return self.per_query(scores, positive, negative)
+        needs_grad = torch.is_grad_enabled() and scores.requires_grad
+        parts = []
+        for start in range(0, q, rows):
+            chunk = (scores[start:start + rows], positive[start:start + rows], negative[start:start + rows])
+            parts.append(checkpoint(self.per_query, *chunk, use_reentrant=False) if needs_grad
+                         else self.per_query(*chunk))
+        return torch.cat(parts)

@@ -1,0 +1,76 @@
+"""Pair-wise baselines of HAP-VR Table 2 on similarity scores: contrastive, triplet and Circle loss."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from hapref.losses._base import RankingLoss
+
+
+def _masked_mean(values: Tensor, weights: Tensor) -> Tensor:
+    return (values * weights).sum(dim=-1) / weights.sum(dim=-1).clamp(min=1)
+
+
+class Contrastive(RankingLoss):
+    """Contrastive loss (Hadsell et al. 2006) on similarities, HAP-VR Table 2.
+
+    Per query: mean over positives of [m⁺ − s]₊ plus mean over negatives of [s − m⁻]₊. The defaults
+    m⁺ = 1, m⁻ = 0 are pytorch-metric-learning's advice for cosine similarity.
+    """
+
+    def __init__(self, pos_margin: float = 1.0, neg_margin: float = 0.0) -> None:
+        super().__init__()
+        self.pos_margin, self.neg_margin = pos_margin, neg_margin
+
+    def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        pos_term = _masked_mean(F.relu(self.pos_margin - scores), positive.to(scores.dtype))
+        neg_term = _masked_mean(F.relu(scores - self.neg_margin), negative.to(scores.dtype))
+        return pos_term + neg_term
+
+    def extra_repr(self) -> str:
+        return f"pos_margin={self.pos_margin}, neg_margin={self.neg_margin}"
+
+
+class Triplet(RankingLoss):
+    """Triplet loss (Schroff et al. 2015) on similarities: mean over (p, n) of [s_n − s_p + margin]₊."""
+
+    pairwise = True
+
+    def __init__(self, margin: float = 0.1, max_elements: int = 2**25) -> None:
+        super().__init__(max_elements)
+        self.margin = margin
+
+    def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        hinge = F.relu(scores.unsqueeze(1) - scores.unsqueeze(2) + self.margin)  # [q, p, n]
+        pos_w, neg_w = positive.to(scores.dtype), negative.to(scores.dtype)
+        total = ((hinge @ neg_w.unsqueeze(-1)).squeeze(-1) * pos_w).sum(dim=1)
+        return total / (pos_w.sum(dim=1) * neg_w.sum(dim=1)).clamp(min=1)
+
+    def extra_repr(self) -> str:
+        return f"margin={self.margin}"
+
+
+class Circle(RankingLoss):
+    """Circle loss (Sun et al., CVPR 2020, Eq. 6) per query.
+
+    softplus(logsumexp_n γ α_n (s_n − m) + logsumexp_p −γ α_p (s_p − 1 + m)) with detached weights
+    α_p = [1 + m − s_p]₊, α_n = [s_n + m]₊. Defaults m = 0.25, γ = 256 (the Circle paper, TCA).
+    """
+
+    def __init__(self, m: float = 0.25, gamma: float = 256.0) -> None:
+        super().__init__()
+        self.m, self.gamma = m, gamma
+
+    def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        alpha_p = F.relu(1 + self.m - scores.detach())
+        alpha_n = F.relu(scores.detach() + self.m)
+        # A large finite floor (not -inf) keeps rows without negatives free of NaN gradients.
+        floor = torch.finfo(scores.dtype).min / 4
+        logit_p = torch.where(positive, -self.gamma * alpha_p * (scores - 1 + self.m), floor)
+        logit_n = torch.where(negative, self.gamma * alpha_n * (scores - self.m), floor)
+        return F.softplus(torch.logsumexp(logit_n, dim=1) + torch.logsumexp(logit_p, dim=1))
+
+    def extra_repr(self) -> str:
+        return f"m={self.m}, gamma={self.gamma}"

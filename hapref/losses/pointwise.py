@@ -1,0 +1,23 @@
+"""Point-wise baselines of HAP-VR Table 2: each score regressed onto its 0/1 relevance."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from hapref.losses._base import RankingLoss
+
+
+class MAE(RankingLoss):
+    """Mean absolute error |s − y| over a query's candidates, then over queries (HAP-VR Table 2)."""
+
+    def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        valid = (positive | negative).to(scores.dtype)
+        return ((scores - positive.to(scores.dtype)).abs() * valid).sum(dim=1) / valid.sum(dim=1)
+
+
+class MSE(RankingLoss):
+    """Mean squared error (s − y)² over a query's candidates, then over queries (HAP-VR Table 2)."""
+
+    def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        valid = (positive | negative).to(scores.dtype)
+        return ((scores - positive.to(scores.dtype)) ** 2 * valid).sum(dim=1) / valid.sum(dim=1)

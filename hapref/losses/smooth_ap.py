@@ -1,0 +1,36 @@
+"""Smooth-AP (Brown et al., ECCV 2020): every step of the AP ranks relaxed by a sigmoid."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from hapref.losses._base import RankingLoss
+from hapref.losses.relaxed_rank import relaxed_rank_ap
+from hapref.losses.surrogates import sigmoid_step
+
+
+class SmoothAP(RankingLoss):
+    """Smooth-AP loss 1 − AP with H ≈ G(x; τ) for all pairs, HAP-VR Eq. 6 with Eq. 7.
+
+    ``tau`` is the sigmoid temperature (0.01 in Smooth-AP's released code). Its gradient
+    G'(d) vanishes once a negative outranks a positive by more than a few τ.
+    Equals pytorch-metric-learning's ``SmoothAPLoss`` on the cosine matrix of the embeddings,
+    unmasked, when each query counts itself as a positive (see tests).
+    """
+
+    pairwise = True
+
+    def __init__(self, tau: float = 0.01, max_elements: int = 2**25) -> None:
+        super().__init__(max_elements)
+        if tau <= 0:
+            raise ValueError(f"tau must be positive, got {tau}")
+        self.tau = tau
+
+    def _step(self, x: Tensor) -> Tensor:
+        return sigmoid_step(x, self.tau)
+
+    def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return 1 - relaxed_rank_ap(scores, positive, negative, self._step, self._step)
+
+    def extra_repr(self) -> str:
+        return f"tau={self.tau}"

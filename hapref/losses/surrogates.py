@@ -1,0 +1,33 @@
+"""Elementwise step functions and their smooth surrogates used inside relaxed-rank AP losses."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def heaviside(x: Tensor) -> Tensor:
+    """Strict step H(x) = 1[x > 0] (HAP-VR Eq. 6 and Eq. 9); carries no gradient."""
+    return (x > 0).to(x.dtype)
+
+
+def sigmoid_step(x: Tensor, tau: float) -> Tensor:
+    """Smooth-AP's relaxation G(x; τ) = 1 / (1 + exp(-x/τ)) of the step H (HAP-VR Eq. 7).
+
+    ``torch.sigmoid`` saturates without overflow, so no clamping is needed for large |x|/τ.
+    """
+    if tau <= 0:
+        raise ValueError(f"tau must be positive, got {tau}")
+    return torch.sigmoid(x / tau)
+
+
+def quad_linear(x: Tensor, delta: float) -> Tensor:
+    """QuadLinear surrogate R⁻(x; δ) for positive–negative pairs, HAP-VR Eq. 10.
+
+    Zero for x ≤ −δ, the parabola (x/δ + 1)² on (−δ, 0] and the tangent line 1 + 2x/δ for x > 0:
+    continuous, C¹, convex, non-decreasing, equal to 1 at 0 and never below the step H.
+    """
+    if delta <= 0:
+        raise ValueError(f"delta must be positive, got {delta}")
+    u = x / delta
+    return torch.where(x > 0, 1 + 2 * u, torch.clamp(u + 1, min=0) ** 2)
