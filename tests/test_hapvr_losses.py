@@ -11,7 +11,6 @@ from conftest import devices
 from hapref.losses.hapvr_objective import WEIGHT_PRESETS, HAPVRObjective, frame_level_ap_loss
 from hapref.losses.infonce import InfoNCE
 from hapref.losses.pseudo_labels import frame_pseudo_labels, teacher_frame_similarity
-from hapref.losses.similarity_regularization import similarity_regularization
 from hapref.losses.sshn import SSHN
 
 
@@ -85,12 +84,6 @@ def test_square_matrix_and_shape_errors() -> None:
         SSHN()(torch.rand(3, 3), torch.zeros(3, 4, dtype=torch.bool))
 
 
-def test_similarity_regularization_literal() -> None:
-    raw = torch.randn(5, 1, 4, 4, dtype=torch.float64) * 2
-    ref = sum(abs(min(v + 1, 0)) + abs(max(v - 1, 0)) for v in raw.flatten().tolist())
-    assert similarity_regularization(raw).item() == pytest.approx(ref, rel=1e-12)
-
-
 def test_teacher_similarity_is_cosine() -> None:
     f = torch.randn(3, 5, 7, dtype=torch.float64)
     s = teacher_frame_similarity(f)
@@ -149,23 +142,23 @@ def test_frame_level_loss_averages_relevant_pairs() -> None:
 def test_objective_sums_weighted_terms(device: str) -> None:
     n, t = 6, 5
     sim = torch.rand(n, n, device=device, requires_grad=True)
-    raw = torch.randn(n * n, 1, 2, 2, device=device) * 2
+    reg = torch.rand((), device=device) * 5
     frame_sim = torch.rand(n, n, t, t, device=device, requires_grad=True)
     teacher = torch.rand(n, n, t, t, device=device)
     labels = batch_labels(n // 2).to(device)
     weights = WEIGHT_PRESETS["released"]
     objective = HAPVRObjective(toy_ap_loss, toy_ap_loss, "released")
-    terms = objective(sim, labels, raw, frame_sim, teacher)
+    terms = objective(sim, labels, reg, frame_sim, teacher)
     hn, self_sim = SSHN()(sim, labels)
     pos, neg = frame_pseudo_labels(teacher)
-    expected = (InfoNCE(0.03)(sim, labels) + weights.sshn * (hn + self_sim) + weights.reg * similarity_regularization(raw)
+    expected = (InfoNCE(0.03)(sim, labels) + weights.sshn * (hn + self_sim) + weights.reg * reg
                 + weights.video * toy_ap_loss(sim, labels, torch.zeros_like(labels))
                 + weights.frame * frame_level_ap_loss(frame_sim, pos, neg, labels, toy_ap_loss))
     assert torch.allclose(terms["loss"], expected)
     assert sorted(terms) == ["frame_ap", "infonce", "loss", "reg", "sshn", "video_ap"]
     terms["loss"].backward()
     assert sim.grad.abs().sum() > 0 and frame_sim.grad.abs().sum() > 0
-    base = HAPVRObjective(None, None)(sim, labels, raw)
+    base = HAPVRObjective(None, None)(sim, labels, reg)
     assert sorted(base) == ["infonce", "loss", "reg", "sshn"]
     with pytest.raises(ValueError, match="frame_similarity"):
-        objective(sim, labels, raw)
+        objective(sim, labels, reg)

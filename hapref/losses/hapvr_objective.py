@@ -10,7 +10,6 @@ from torch import Tensor, nn
 
 from hapref.losses.infonce import InfoNCE
 from hapref.losses.pseudo_labels import frame_pseudo_labels
-from hapref.losses.similarity_regularization import similarity_regularization
 from hapref.losses.sshn import SSHN
 from hapref.validation import check_binary, check_float_tensor
 
@@ -70,20 +69,22 @@ class HAPVRObjective(nn.Module):
         self.infonce, self.sshn = InfoNCE(temperature), SSHN(sshn_eps)
         self.top_rate, self.bottom_rate = top_rate, bottom_rate
 
-    def forward(self, video_similarity: Tensor, relevance: Tensor, raw: Tensor,
+    def forward(self, video_similarity: Tensor, relevance: Tensor, reg: Tensor,
                 frame_similarity: Tensor | None = None, teacher_similarity: Tensor | None = None,
                 ) -> dict[str, Tensor]:
         """Loss terms: ``loss`` (the total) plus each weighted component for logging.
 
-        ``video_similarity [N, N]`` in [0, 1], ``relevance [N, N]`` (diagonal 1), ``raw`` the ψ output
-        before the hard-tanh, ``frame_similarity``/``teacher_similarity [N, N, T, T]`` for the frame term.
+        ``video_similarity [N, N]`` in [0, 1], ``relevance [N, N]`` (diagonal 1), ``reg`` the summed
+        similarity regulariser of ψ's raw output (as returned by
+        :class:`hapref.similarity.VideoSimilarityNetwork`), ``frame_similarity``/``teacher_similarity
+        [N, N, T, T]`` for the frame term.
         """
         w = self.weights
         relevance = check_binary(relevance, "relevance", video_similarity.shape)
         hard_negative, self_sim = self.sshn(video_similarity, relevance)
         terms = {"infonce": self.infonce(video_similarity, relevance),
                  "sshn": w.sshn * (hard_negative + self_sim),
-                 "reg": w.reg * similarity_regularization(raw)}
+                 "reg": w.reg * reg}
         if self.video_loss is not None:
             terms["video_ap"] = w.video * self.video_loss(video_similarity, relevance)
         if self.frame_loss is not None:

@@ -1,1 +1,12 @@
 """hapref.models."""
+
+# HAP-VR
+from hapref.models.hapvr import (
+    LOSS_FAMILIES,
+    VIDEO_LOSSES,
+    BackboneTeacher,
+    DinoTeacher,
+    build_hapvr_network,
+    frame_ranking_loss,
+    video_ranking_loss,
+)

@@ -1,0 +1,132 @@
+"""HAP-VR (HAP-VR §3): the similarity network, its loss registry and the frozen frame teachers.
+
+The similarity function f itself (regions -> spatial TopK-Chamfer -> ψ -> temporal TopK-Chamfer, with
+the frame matrices before ψ exposed) is :class:`hapref.similarity.VideoSimilarityNetwork`; this module
+configures it the HAP-VR way and supplies what training adds around it: the ranking loss plugged into
+Eq. 15 and the teacher that makes the Eq. 14 pseudo labels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from hapref.features import Backbone
+from hapref.losses import (
+    MAE,
+    MSE,
+    BlackBoxAP,
+    Circle,
+    Contrastive,
+    FastAP,
+    ListwiseAP,
+    QuadLinearAP,
+    SmoothAP,
+    Triplet,
+)
+from hapref.similarity.network import VideoSimilarityNetwork
+
+#: Video-level ranking losses of HAP-VR Table 2 (list-, pair- and point-wise) and "none" (L_base only).
+VIDEO_LOSSES: tuple[str, ...] = ("quadlinear_ap", "smooth_ap", "fastap", "blackbox_ap", "listwise_ap",
+                                 "contrastive", "triplet", "circle", "mae", "mse", "none")
+LOSS_FAMILIES: dict[str, str] = {
+    "quadlinear_ap": "list-wise", "smooth_ap": "list-wise", "fastap": "list-wise", "blackbox_ap": "list-wise",
+    "listwise_ap": "list-wise", "contrastive": "pair-wise", "triplet": "pair-wise", "circle": "pair-wise",
+    "mae": "point-wise", "mse": "point-wise", "none": "base only",
+}
+
+
+def video_ranking_loss(name: str) -> nn.Module | None:
+    """The video-level loss ``name`` for similarities in [0, 1] (HAP-VR Table 2); None for ``"none"``.
+
+    QuadLinear-AP uses the released run's video setting (δ = 0.05, p = 0.1); the others their
+    authors' defaults, with histogram bins spanning [0, 1].
+    """
+    factories = {
+        "quadlinear_ap": lambda: QuadLinearAP.preset("released_video"),
+        "smooth_ap": lambda: SmoothAP(tau=0.01),
+        "fastap": lambda: FastAP(num_bins=10, score_range=(0.0, 1.0)),
+        "blackbox_ap": lambda: BlackBoxAP(),
+        "listwise_ap": lambda: ListwiseAP(num_bins=25, score_range=(0.0, 1.0)),
+        "contrastive": lambda: Contrastive(),
+        "triplet": lambda: Triplet(),
+        "circle": lambda: Circle(),
+        "mae": lambda: MAE(),
+        "mse": lambda: MSE(),
+        "none": lambda: None,
+    }
+    if name not in factories:
+        raise ValueError(f"name must be one of {VIDEO_LOSSES}, got {name!r}")
+    return factories[name]()
+
+
+def frame_ranking_loss() -> QuadLinearAP:
+    """The frame-level QuadLinear-AP of HAP-VR §3.4 with the released run's setting (δ = 0.05, p = 5)."""
+    return QuadLinearAP.preset("released_frame")
+
+
+def build_hapvr_network(dims: int, temporal_k: float = 0.03, spatial_k: float = 0.1,
+                        attention: bool = True) -> VideoSimilarityNetwork:
+    """HAP-VR's similarity function f (§3.3.1, Eq. 3–5): region attention, spatial TopK-Chamfer, ψ, temporal TopK-Chamfer.
+
+    Rates default to the released run's (spatial 0.1, temporal 0.03, REFERENCE-FACTS §1.3);
+    ``temporal_k = 0`` is Chamfer and ``1`` mean pooling (the ends of Table 4).
+    """
+    return VideoSimilarityNetwork(dims=dims, spatial_k=spatial_k, temporal_k=temporal_k, attention=attention)
+
+
+class BackboneTeacher(nn.Module):
+    """Offline frame teacher g' (HAP-VR §3.4): a frozen CNN's last-stage global-average embedding ``[T, C]``.
+
+    With the EfficientNet-Lite0 backbone this is a global, semantic image descriptor, unlike the
+    student's multi-layer regional L3-iMAC input — a stand-in for DINO where no DINO weights exist.
+    """
+
+    def __init__(self, backbone: Backbone) -> None:
+        super().__init__()
+        self.backbone = backbone
+
+    @torch.no_grad()
+    def forward(self, frames: Tensor) -> Tensor:
+        return self.backbone.embed(frames)
+
+
+class DinoTeacher(nn.Module):
+    """DINO ViT-S/16 frame teacher g' of HAP-VR §3.4 (CLS token, 384-d), frozen.
+
+    Built with timm (imported lazily) from a local DINO checkpoint file (``dino_deitsmall16_pretrain.pth``;
+    a ``teacher`` entry and ``module.``/``backbone.`` prefixes are handled). Nothing is downloaded.
+    Frames are ImageNet-normalised at 224×224 (the released code skips the normalisation).
+    """
+
+    def __init__(self, checkpoint: str | Path) -> None:
+        super().__init__()
+        path = Path(checkpoint)
+        if not path.is_file():
+            raise ValueError(f"checkpoint must be an existing DINO ViT-S/16 file, got {str(path)!r}")
+        try:
+            import timm
+        except Exception as err:  # torchvision (pulled in by timm) fails to import on some installs
+            raise RuntimeError(f"DinoTeacher needs timm (and a working torchvision): {err}") from err
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = state.get("teacher", state)
+        state = {k.removeprefix("module.").removeprefix("backbone."): v for k, v in state.items()}
+        self.vit = timm.create_model("vit_small_patch16_224", pretrained=False, num_classes=0)
+        missing, _ = self.vit.load_state_dict(state, strict=False)
+        if any(not k.startswith("head") for k in missing):
+            raise ValueError(f"checkpoint {path} is not a ViT-S/16 state dict (missing {sorted(missing)[:3]} ...)")
+        self.vit.requires_grad_(False).eval()
+        self.register_buffer("mean", torch.tensor((0.485, 0.456, 0.406)).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor((0.229, 0.224, 0.225)).view(1, 3, 1, 1), persistent=False)
+
+    def train(self, mode: bool = True) -> DinoTeacher:
+        return super().train(False)
+
+    @torch.no_grad()
+    def forward(self, frames: Tensor) -> Tensor:
+        """uint8 frames ``[T, H, W, 3]`` -> CLS embeddings ``[T, 384]``."""
+        x = frames.permute(0, 3, 1, 2).float().div(255).to(self.mean.device)
+        x = nn.functional.interpolate(x, size=(224, 224), mode="bilinear", antialias=True, align_corners=False)
+        return self.vit((x - self.mean) / self.std)

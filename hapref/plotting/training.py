@@ -1,0 +1,97 @@
+"""Figures of training runs: loss curves, ablation bars, similarity distributions (HAP-VR Fig. 5) and heatmaps (Fig. 6)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+
+def plot_history(histories: Mapping[str, Sequence[Mapping[str, float]]], key: str = "loss", smooth: int = 1,
+                 ax: Axes | None = None) -> Axes:
+    """One curve of ``key`` against the step per run (a moving average over ``smooth`` steps)."""
+    ax = ax or plt.subplots(figsize=(5, 3))[1]
+    for name, history in histories.items():
+        steps = np.array([h["step"] for h in history if key in h])
+        values = np.array([h[key] for h in history if key in h], dtype=float)
+        if smooth > 1 and len(values) >= smooth:
+            values = np.convolve(values, np.ones(smooth) / smooth, mode="valid")
+            steps = steps[smooth - 1:]
+        ax.plot(steps, values, label=name)
+    ax.set_xlabel("step")
+    ax.set_ylabel(key)
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metrics: Sequence[str] = ("mAP", "uAP"),
+                     baseline: Mapping[str, float] | None = None, title: str = "") -> Figure:
+    """Mean ± spread (min–max over seeds) of each metric per configuration, one panel per metric.
+
+    ``results[config][metric]`` holds one value per seed; ``baseline`` draws a dashed reference line.
+    """
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 0.45 * len(results) + 1.2), squeeze=False)
+    names = list(results)
+    y = np.arange(len(names))
+    for ax, metric in zip(axes[0], metrics):
+        values = [np.asarray(results[n][metric], dtype=float) for n in names]
+        means = np.array([v.mean() for v in values])
+        err = np.array([[m - v.min() for v, m in zip(values, means)], [v.max() - m for v, m in zip(values, means)]])
+        ax.barh(y, means, xerr=err, color="tab:blue", alpha=0.75, capsize=3)
+        if baseline is not None and metric in baseline:
+            ax.axvline(baseline[metric], color="k", ls="--", lw=1, label="untrained")
+            ax.legend(fontsize="small", loc="lower right")
+        low = min(v.min() for v in values)
+        high = max(v.max() for v in values)
+        pad = max(0.02, 0.15 * (high - low))
+        ax.set_xlim(max(0.0, low - pad), min(1.0, high + pad))
+        ax.set_yticks(y, names)
+        ax.invert_yaxis()
+        ax.set_xlabel(metric)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_similarity_distributions(scores: Mapping[str, tuple[np.ndarray, np.ndarray]], bins: int = 30) -> Figure:
+    """Histograms of relevant vs irrelevant pair similarities per model (the analogue of HAP-VR Fig. 5).
+
+    ``scores[name] = (relevant, irrelevant)`` similarities; each model gets its own panel.
+    """
+    fig, axes = plt.subplots(1, len(scores), figsize=(3.6 * len(scores), 2.8), squeeze=False, sharey=True)
+    for ax, (name, (relevant, irrelevant)) in zip(axes[0], scores.items()):
+        edges = np.linspace(min(relevant.min(), irrelevant.min()), max(relevant.max(), irrelevant.max()), bins + 1)
+        ax.hist(irrelevant, bins=edges, density=True, alpha=0.6, color="tab:red", label="irrelevant")
+        ax.hist(relevant, bins=edges, density=True, alpha=0.6, color="tab:green", label="relevant")
+        ax.set_title(name)
+        ax.set_xlabel("similarity")
+    axes[0][0].set_ylabel("density")
+    axes[0][0].legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_similarity_heatmaps(matrices: Mapping[str, np.ndarray], vmin: float | None = None, vmax: float | None = None,
+                             ncols: int = 5) -> Figure:
+    """Heatmaps of similarity matrices side by side with a shared colour scale (the analogue of HAP-VR Fig. 6)."""
+    n = len(matrices)
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.3 * ncols, 2.4 * nrows), squeeze=False)
+    vmin = min(float(m.min()) for m in matrices.values()) if vmin is None else vmin
+    vmax = max(float(m.max()) for m in matrices.values()) if vmax is None else vmax
+    image = None
+    for ax, (name, matrix) in zip(axes.flat, matrices.items()):
+        image = ax.imshow(matrix, vmin=vmin, vmax=vmax, cmap="viridis")
+        ax.set_title(name, fontsize="small")
+    for ax in axes.flat:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
+    return fig
