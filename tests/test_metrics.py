@@ -235,6 +235,15 @@ def test_map_at_n_mask_moves_items_out_of_the_top() -> None:
     assert map_at_n(scores, relevance, 2, mask=mask).item() == pytest.approx(0.5)
 
 
+def test_map_at_n_accepts_numpy_integers() -> None:
+    scores = torch.rand(3, 12, dtype=torch.float64)
+    relevance = torch.rand(3, 12) < 0.5
+    relevance[:, 0] = True
+    assert map_at_n(scores, relevance, np.int64(4)).item() == map_at_n(scores, relevance, 4).item()
+    assert gmap(scores, relevance, ns=np.array([2, 4])).item() == pytest.approx(
+        math.hypot(map_at_n(scores, relevance, 2, "autossvh").item(), map_at_n(scores, relevance, 4, "autossvh").item()))
+
+
 def test_gmap_is_root_of_sum_of_squares() -> None:
     scores = torch.rand(5, 150, dtype=torch.float64)
     relevance = torch.rand(5, 150) < 0.5
@@ -347,6 +356,7 @@ def call(fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
     (call(map_at_n, torch.rand(2, 3), torch.ones(2, 3), 2.0), "n"),
     (call(map_at_n, torch.rand(2, 3), torch.ones(2, 3), 2, "divide-by-k"), "convention"),
     (call(gmap, torch.rand(2, 3), torch.ones(3, 2)), "relevance"),
+    (call(gmap, torch.rand(2, 3), torch.ones(2, 3), ns=()), "n"),
     (call(ndcg, torch.rand(2, 3), -torch.ones(2, 3)), "gains"),
     (call(ndcg, torch.rand(2, 3), torch.ones(2, 2)), "gains"),
     (call(ndcg, torch.rand(2, 3), torch.full((2, 3), float("inf"))), "gains"),

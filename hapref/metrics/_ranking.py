@@ -47,3 +47,14 @@ def row_chunks(n_rows: int, n_cols: int, max_elements: int = 1 << 24) -> list[sl
     """Slices over rows so that one chunk holds at most ``max_elements`` entries (bounds memory)."""
     step = max(1, max_elements // max(n_cols, 1))
     return [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
+
+
+def check_nonempty(scores: Tensor) -> None:
+    """Raise ValueError when ``scores`` has no entries."""
+    if scores.numel() == 0:
+        raise ValueError(f"scores must not be empty, got shape {tuple(scores.shape)}")
+
+
+def keep_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """Entries that take part in the ranking: the complement of ``mask`` (True = ignore), or all."""
+    return torch.ones(scores.shape, dtype=torch.bool, device=scores.device) if mask is None else ~mask

@@ -17,19 +17,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hapref.metrics._ranking import rank_rows, row_chunks, tie_groups, work_dtype
+from hapref.metrics._ranking import check_nonempty, keep_mask, rank_rows, row_chunks, tie_groups, work_dtype
 from hapref.validation import check_scores_relevance
-
-
-def check_nonempty(scores: Tensor) -> None:
-    """Raise ValueError when ``scores`` has no entries."""
-    if scores.numel() == 0:
-        raise ValueError(f"scores must not be empty, got shape {tuple(scores.shape)}")
-
-
-def keep_mask(relevance: Tensor, mask: Tensor | None) -> Tensor:
-    """Entries that take part in the ranking (the complement of ``mask``, True = ignore)."""
-    return torch.ones_like(relevance) if mask is None else ~mask
 
 
 def ap_per_row(scores: Tensor, relevance: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
@@ -85,7 +74,7 @@ def mean_average_precision(scores: Tensor, relevance: Tensor, mask: Tensor | Non
     """
     scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=2)
     check_nonempty(scores)
-    keep = keep_mask(relevance, mask)
+    keep = keep_mask(scores, mask)
     aps, counts = [], []
     for rows in row_chunks(*scores.shape):
         ap, n_relevant = ap_per_row(scores[rows], relevance[rows], keep[rows])
@@ -116,7 +105,7 @@ def micro_average_precision(scores: Tensor, relevance: Tensor, mask: Tensor | No
     """
     scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=2)
     check_nonempty(scores)
-    keep = keep_mask(relevance, mask)
+    keep = keep_mask(scores, mask)
     pooled_scores, pooled_relevance = scores[keep], relevance[keep]
     if not pooled_relevance.any():
         raise ValueError("relevance has no relevant (unmasked) pair: μAP is undefined")

@@ -11,9 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hapref.metrics._ranking import rank_rows, tie_groups, work_dtype
-from hapref.metrics.ap import check_nonempty, keep_mask
-from hapref.validation import check_scores_relevance
+from hapref.metrics._ranking import check_nonempty, keep_mask, rank_rows, tie_groups, work_dtype
+from hapref.validation import check_float_tensor, check_scores_relevance
 
 
 def precision_recall_curve(scores: Tensor, relevance: Tensor, mask: Tensor | None = None,
@@ -33,10 +32,10 @@ def precision_recall_curve(scores: Tensor, relevance: Tensor, mask: Tensor | Non
     Raises:
         ValueError: bad inputs or no relevant (unmasked) item.
     """
-    ndim = scores.ndim if isinstance(scores, Tensor) and scores.ndim in (1, 2) else 2
-    scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=ndim)
+    scores = check_float_tensor(scores, "scores", (1, 2))
+    scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=scores.ndim)
     check_nonempty(scores)
-    keep = keep_mask(relevance, mask)
+    keep = keep_mask(scores, mask)
     pooled_scores, pooled_relevance = scores[keep][None], relevance[keep][None]
     if not pooled_relevance.any():
         raise ValueError("relevance has no relevant (unmasked) item: recall is undefined")
@@ -44,7 +43,7 @@ def precision_recall_curve(scores: Tensor, relevance: Tensor, mask: Tensor | Non
     everything = torch.ones_like(pooled_relevance)
     order = rank_rows(pooled_scores, everything)[0]
     sorted_scores, rel = pooled_scores[0, order], pooled_relevance[0, order].to(dtype)
-    first, last = tie_groups(sorted_scores[None], everything)
+    _, last = tie_groups(sorted_scores[None], everything)
     ends = torch.unique(last[0])
     true_positives = rel.cumsum(0)[ends]
     precision = true_positives / (ends + 1).to(dtype)

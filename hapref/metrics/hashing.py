@@ -10,12 +10,12 @@ order inside a tie group matters for a truncated list: here ties keep their data
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
 
 import torch
 from torch import Tensor
 
-from hapref.metrics._ranking import rank_rows, row_chunks, work_dtype
-from hapref.metrics.ap import check_nonempty, keep_mask
+from hapref.metrics._ranking import check_nonempty, keep_mask, rank_rows, row_chunks, work_dtype
 from hapref.validation import check_scores_relevance
 
 CONVENTIONS = ("standard", "autossvh")
@@ -27,11 +27,11 @@ def map_at_ns(scores: Tensor, relevance: Tensor, ns: Sequence[int], convention: 
     """mAP@N for several N from one sort: a [len(ns)] tensor (see :func:`map_at_n`)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
-    if len(ns) == 0 or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in ns):
+    if len(ns) == 0 or any(not isinstance(n, Integral) or isinstance(n, bool) or n < 1 for n in ns):
         raise ValueError(f"n must be a positive int (or a non-empty sequence of them), got {ns!r}")
     scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=2)
     check_nonempty(scores)
-    keep = keep_mask(relevance, mask)
+    keep = keep_mask(scores, mask)
     has_relevant = (relevance & keep).any(-1)
     if not has_relevant.any():
         raise ValueError("relevance has no relevant (unmasked) item in any query: mAP@N is undefined")
@@ -51,11 +51,11 @@ def ap_at_ns_per_row(scores: Tensor, relevance: Tensor, keep: Tensor, ns: Sequen
     hits = rel.cumsum(-1)
     ranks = torch.arange(1, top + 1, device=scores.device, dtype=dtype)
     precision_sum = (rel * hits / ranks).cumsum(-1)
-    cut = torch.tensor([min(n, top) - 1 for n in ns], device=scores.device)
+    cut = torch.tensor([min(int(n), top) - 1 for n in ns], device=scores.device)
     p = precision_sum[:, cut]
     if convention == "standard":
         return p / hits[:, cut].clamp_min(1)
-    return p / torch.tensor(list(ns), device=scores.device, dtype=dtype)
+    return p / torch.tensor([int(n) for n in ns], device=scores.device, dtype=dtype)
 
 
 def map_at_n(scores: Tensor, relevance: Tensor, n: int, convention: str = "standard",
@@ -85,7 +85,7 @@ def map_at_n(scores: Tensor, relevance: Tensor, n: int, convention: str = "stand
     Returns:
         0-d tensor. Ties keep database order (see the module docstring).
     """
-    if not isinstance(n, int) or isinstance(n, bool):
+    if not isinstance(n, Integral) or isinstance(n, bool):
         raise ValueError(f"n must be a positive int, got {n!r}")
     return map_at_ns(scores, relevance, [n], convention, mask)[0]
 

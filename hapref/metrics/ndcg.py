@@ -12,8 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hapref.metrics._ranking import rank_rows, row_chunks, tie_groups, work_dtype
-from hapref.metrics.ap import check_nonempty, keep_mask
+from hapref.metrics._ranking import check_nonempty, keep_mask, rank_rows, row_chunks, tie_groups, work_dtype
 from hapref.validation import check_binary, check_float_tensor
 
 
@@ -74,7 +73,7 @@ def ndcg(scores: Tensor, gains: Tensor, k: int | None = None, mask: Tensor | Non
         raise ValueError(f"k must be a positive int or None, got {k!r}")
     if mask is not None:
         mask = check_binary(mask, "mask", scores.shape).to(scores.device)
-    keep = keep_mask(torch.zeros_like(scores, dtype=torch.bool), mask)
+    keep = keep_mask(scores, mask)
     if scores.ndim == 1:
         scores, gains, keep = scores[None], gains[None], keep[None]
     values = []
