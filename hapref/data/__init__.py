@@ -1,1 +1,31 @@
-"""hapref.data."""
+"""hapref.data — an offline video copy-detection benchmark, training augmentations and real-dataset loaders.
+
+Benchmark (deterministic from a seed, cached under ``$HAPREF_DATA`` or ``~/.cache/hapref``)::
+
+    from hapref.data import build_copy_benchmark
+    bench = build_copy_benchmark("quick", seed=0)      # "smoke" (CI), "quick" (chapters, CPU), "full" (GPU)
+    bench.queries[0]        # {"id": "q000", "index": 0, "frames": uint8 [T, H, W, 3]}
+    bench.database          # VideoDataset of copies, same-scene videos and distractors (shuffled)
+    bench.relevance("DSVR") # bool [Q, N_db]: near-duplicates + partial copies; "CSVR" adds same-scene videos
+    bench.levels            # int8 [Q, N_db]: 3 ND, 2 DS (partial copy), 1 CS (same scene), 0 distractor
+    bench.info["q000_copy01"]  # role, scene, source query, edit family, transformations with parameters
+    bench.train[i]          # unlabeled clip uint8 [T_train, H, W, 3] (distractor scenes only, rendered on demand)
+
+Use ``torch.utils.data.DataLoader(bench.database, batch_size=8, collate_fn=collate_videos)`` for padded batches
+with a frame mask.
+"""
+
+from __future__ import annotations
+
+from hapref.data.benchmark import (COPY_FAMILIES, LEVELS, PROFILES, TASKS, BenchmarkConfig, CopyBenchmark,
+                                   TrainClips, build_copy_benchmark, generate_copy_benchmark)
+from hapref.data.cache import FORMAT_VERSION, data_root
+from hapref.data.datasets import VideoDataset, collate_videos
+from hapref.data.sources import decode_video
+from hapref.data.transforms import FAMILIES
+
+__all__ = [
+    "COPY_FAMILIES", "FAMILIES", "FORMAT_VERSION", "LEVELS", "PROFILES", "TASKS", "BenchmarkConfig",
+    "CopyBenchmark", "TrainClips", "VideoDataset", "build_copy_benchmark", "collate_videos", "data_root",
+    "decode_video", "generate_copy_benchmark",
+]

@@ -1,0 +1,277 @@
+"""Copy transformations: how a near-duplicate of a video is made (temporal, spatial and codec edits).
+
+Every transformation takes uint8 frames ``[T, H, W, 3]`` and a ``torch.Generator`` and returns the edited
+frames and a small dict of the parameters it drew, so each copy records exactly what was done to it.
+Transformations that mix in other footage (insertion into a distractor, picture-in-picture) take the
+host video as ``host``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+Params = dict[str, float | int | str]
+
+
+def _uniform(generator: torch.Generator, low: float, high: float) -> float:
+    return low + (high - low) * torch.rand((), generator=generator, dtype=torch.float64).item()
+
+
+def _randint(generator: torch.Generator, low: int, high: int) -> int:
+    """An integer in [low, high] (inclusive)."""
+    return int(torch.randint(low, high + 1, (), generator=generator).item())
+
+
+def _to_float(frames: Tensor) -> Tensor:
+    return frames.permute(0, 3, 1, 2).float() / 255.0
+
+
+def _to_uint8(x: Tensor) -> Tensor:
+    return (x * 255.0).round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).contiguous()
+
+
+# ----------------------------------------------------------------------------------------- temporal
+def temporal_crop(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Keep one contiguous segment with 50–80 % of the frames (a partial copy)."""
+    t = frames.shape[0]
+    length = max(2, round(t * _uniform(generator, 0.5, 0.8)))
+    start = _randint(generator, 0, t - length)
+    return frames[start:start + length], {"start": start, "length": length}
+
+
+def speed_change(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Fast-forward (keep every 2nd frame) or slow motion (show every frame twice)."""
+    if torch.rand((), generator=generator).item() < 0.5:
+        return frames[::2], {"factor": 2.0}
+    return frames.repeat_interleave(2, dim=0), {"factor": 0.5}
+
+
+def reverse(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Play the video backwards."""
+    return frames.flip(0), {}
+
+
+def pause(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Freeze one frame for a quarter to a half of the video's length."""
+    t = frames.shape[0]
+    at = _randint(generator, 0, t - 1)
+    repeats = max(1, round(t * _uniform(generator, 0.25, 0.5)))
+    index = torch.cat([torch.arange(at + 1), torch.full((repeats,), at), torch.arange(at + 1, t)])
+    return frames[index], {"at": at, "repeats": repeats}
+
+
+def frame_drop(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Drop a random 20–40 % of the frames (keeping order)."""
+    t = frames.shape[0]
+    keep = max(2, t - round(t * _uniform(generator, 0.2, 0.4)))
+    index = torch.randperm(t, generator=generator)[:keep].sort().values
+    return frames[index], {"kept": keep}
+
+
+def insert_into_distractor(frames: Tensor, generator: torch.Generator, host: Tensor | None = None,
+                           ) -> tuple[Tensor, Params]:
+    """Cut a 50–80 % segment of the video into an unrelated ``host`` video at a random position (a partial copy)."""
+    if host is None:
+        raise ValueError("host must be a uint8 video [T, H, W, 3] to insert the copy into, got None")
+    segment, params = temporal_crop(frames, generator)
+    at = _randint(generator, 0, host.shape[0])
+    out = torch.cat([host[:at], segment, host[at:]])
+    return out, {**params, "at": at, "host_frames": int(host.shape[0])}
+
+
+# ------------------------------------------------------------------------------------------ spatial
+def crop_resize(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Crop a box with 50–85 % of the area (random aspect near 1) and resize it back to the frame size."""
+    h, w = frames.shape[1:3]
+    area = _uniform(generator, 0.5, 0.85)
+    ratio = _uniform(generator, 0.8, 1.25)
+    ch = min(h, max(2, round(h * (area / ratio) ** 0.5)))
+    cw = min(w, max(2, round(w * (area * ratio) ** 0.5)))
+    top, left = _randint(generator, 0, h - ch), _randint(generator, 0, w - cw)
+    x = _to_float(frames[:, top:top + ch, left:left + cw])
+    x = F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False)
+    return _to_uint8(x), {"top": top, "left": left, "height": ch, "width": cw}
+
+
+def hflip(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Mirror the frames left–right."""
+    return frames.flip(2), {}
+
+
+def color_change(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Change brightness, contrast, saturation and hue (kornia.enhance)."""
+    import kornia.enhance as ke
+    p = {"brightness": _uniform(generator, -0.2, 0.2), "contrast": _uniform(generator, 0.6, 1.4),
+         "saturation": _uniform(generator, 0.3, 1.7), "hue": _uniform(generator, -0.4, 0.4)}
+    x = _to_float(frames)
+    x = ke.adjust_brightness(x, p["brightness"])
+    x = ke.adjust_contrast(x, p["contrast"])
+    x = ke.adjust_saturation(x, p["saturation"])
+    x = ke.adjust_hue(x, p["hue"])
+    return _to_uint8(x.clamp(0, 1)), p
+
+
+def blur(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Gaussian blur with sigma 1–2.5 pixels (kornia.filters)."""
+    import kornia.filters as kf
+    sigma = _uniform(generator, 1.0, 2.5)
+    k = 2 * int(3 * sigma) + 1
+    x = kf.gaussian_blur2d(_to_float(frames), (k, k), (sigma, sigma), border_type="reflect")
+    return _to_uint8(x), {"sigma": sigma}
+
+
+@functools.lru_cache(maxsize=8)
+def _text_layer(text: str, height: int, width: int, font_px: int) -> Tensor:
+    """Alpha mask ``[H, W]`` in [0, 1] of ``text`` drawn with Pillow's bundled font at the top-left."""
+    from PIL import Image, ImageDraw, ImageFont
+    canvas = Image.new("L", (width, height), 0)
+    ImageDraw.Draw(canvas).text((0, 0), text, fill=255, font=ImageFont.load_default(size=font_px))
+    return torch.from_numpy(np.asarray(canvas, dtype=np.float32) / 255.0)
+
+
+def _blend(frames: Tensor, rgb: Tensor, alpha: Tensor, top: int, left: int) -> Tensor:
+    """Alpha-blend an overlay (``rgb [h, w, 3]`` float 0–255, ``alpha [h, w]``) onto every frame at (top, left)."""
+    h, w = alpha.shape
+    h, w = min(h, frames.shape[1] - top), min(w, frames.shape[2] - left)
+    out = frames.clone()
+    region = out[:, top:top + h, left:left + w].float()
+    a = alpha[:h, :w, None]
+    out[:, top:top + h, left:left + w] = (region * (1 - a) + rgb[:h, :w] * a).round().clamp(0, 255).to(torch.uint8)
+    return out
+
+
+_WORDS = ("BREAKING", "LIVE", "REPLAY", "EXCLUSIVE", "HD", "NEWS", "2026", "WATCH", "VIRAL", "COPY")
+
+
+def text_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Burn a caption (one or two words, random colour and opacity) into every frame."""
+    t, h, w, _ = frames.shape
+    words = [_WORDS[_randint(generator, 0, len(_WORDS) - 1)] for _ in range(_randint(generator, 1, 2))]
+    text = " ".join(words)
+    font_px = max(8, round(h * _uniform(generator, 0.12, 0.22)))
+    mask = _text_layer(text, h, w, font_px)
+    ys, xs = torch.nonzero(mask > 0, as_tuple=True)
+    th, tw = (int(ys.max()) + 1, int(xs.max()) + 1) if len(ys) else (1, 1)
+    mask = mask[:th, :tw]
+    top, left = _randint(generator, 0, max(0, h - th)), _randint(generator, 0, max(0, w - tw))
+    colour = torch.rand(3, generator=generator) * 255
+    opacity = _uniform(generator, 0.7, 1.0)
+    out = _blend(frames, colour.expand(th, tw, 3), mask * opacity, top, left)
+    return out, {"text": text, "font_px": font_px, "top": top, "left": left, "opacity": opacity}
+
+
+@functools.lru_cache(maxsize=1)
+def _logo() -> Tensor:
+    import skimage.data
+    return torch.from_numpy(np.asarray(skimage.data.logo())).float()  # [500, 500, 4] RGBA
+
+
+def logo_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Paste scikit-image's logo (its own alpha channel) at 20–35 % of the frame height in a random place."""
+    t, h, w, _ = frames.shape
+    side = max(4, round(h * _uniform(generator, 0.2, 0.35)))
+    logo = F.interpolate(_logo().permute(2, 0, 1)[None], size=(side, side), mode="bilinear",
+                         antialias=True, align_corners=False)[0].permute(1, 2, 0)
+    top, left = _randint(generator, 0, h - side), _randint(generator, 0, w - side)
+    opacity = _uniform(generator, 0.7, 1.0)
+    out = _blend(frames, logo[..., :3], logo[..., 3] / 255.0 * opacity, top, left)
+    return out, {"size": side, "top": top, "left": left, "opacity": opacity}
+
+
+def picture_in_picture(frames: Tensor, generator: torch.Generator, host: Tensor | None = None,
+                       ) -> tuple[Tensor, Params]:
+    """Show the video shrunk to 40–65 % of the side inside an unrelated ``host`` video."""
+    if host is None:
+        raise ValueError("host must be a uint8 video [T, H, W, 3] for picture-in-picture, got None")
+    t, h, w, _ = frames.shape
+    scale = _uniform(generator, 0.4, 0.65)
+    ph, pw = max(2, round(h * scale)), max(2, round(w * scale))
+    small = _to_uint8(F.interpolate(_to_float(frames), size=(ph, pw), mode="bilinear", antialias=True,
+                                    align_corners=False))
+    top, left = _randint(generator, 0, h - ph), _randint(generator, 0, w - pw)
+    out = host[torch.arange(t) % host.shape[0]].clone()
+    out[:, top:top + ph, left:left + pw] = small
+    return out, {"scale": scale, "top": top, "left": left}
+
+
+# -------------------------------------------------------------------------------------------- codec
+# BT.601 limited-range RGB <-> YCbCr, done here rather than by the codec library so the bytes are reproducible.
+_RGB_TO_YUV = np.array([[0.257, 0.504, 0.098], [-0.148, -0.291, 0.439], [0.439, -0.368, -0.071]], np.float32)
+_YUV_TO_RGB = np.linalg.inv(_RGB_TO_YUV.astype(np.float64)).astype(np.float32)
+_YUV_OFFSET = np.array([16.0, 128.0, 128.0], np.float32)
+
+
+def _rgb_to_yuv420p(rgb: np.ndarray) -> np.ndarray:
+    """uint8 ``[T, H, W, 3]`` -> planar yuv420p frames as PyAV expects them, ``[T, H * 3 / 2, W]`` uint8."""
+    t, h, w, _ = rgb.shape
+    yuv = rgb.astype(np.float32) @ _RGB_TO_YUV.T + _YUV_OFFSET
+    chroma = yuv[..., 1:].reshape(t, h // 2, 2, w // 2, 2, 2).mean((2, 4))
+    planes = np.concatenate([yuv[..., 0].reshape(t, -1), chroma[..., 0].reshape(t, -1),
+                             chroma[..., 1].reshape(t, -1)], axis=1)
+    return np.clip(np.rint(planes), 0, 255).astype(np.uint8).reshape(t, h * 3 // 2, w)
+
+
+def _yuv420p_to_rgb(planes: np.ndarray, h: int, w: int) -> np.ndarray:
+    """Inverse of :func:`_rgb_to_yuv420p` for frames ``[T, H * 3 / 2, W]`` (chroma upsampled by repetition)."""
+    x = planes.reshape(planes.shape[0], -1).astype(np.float32)
+    y = x[:, :h * w].reshape(-1, h, w)
+    chroma = x[:, h * w:].reshape(-1, 2, h // 2, w // 2).repeat(2, axis=2).repeat(2, axis=3)
+    yuv = np.stack([y, chroma[:, 0], chroma[:, 1]], -1) - _YUV_OFFSET
+    return np.clip(np.rint(yuv @ _YUV_TO_RGB.T), 0, 255).astype(np.uint8)
+
+
+def h264_reencode(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
+    """Re-encode with H.264 (libx264 through PyAV) at a low quality, CRF 30–42.
+
+    One encoder thread and no macroblock-tree rate control: with either, libx264's output varies from run to
+    run here, and the benchmark must be the same bytes for the same seed.
+    """
+    import io
+
+    import av
+    crf = _randint(generator, 30, 42)
+    t, h, w, _ = frames.shape
+    if h % 2 or w % 2:
+        raise ValueError(f"frames must have even height and width for H.264 (yuv420p), got {h}x{w}")
+    buffer = io.BytesIO()
+    with av.open(buffer, mode="w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
+        stream.thread_count = 1
+        stream.options = {"crf": str(crf), "preset": "veryfast", "x264-params": "threads=1:mbtree=0"}
+        for i, planes in enumerate(_rgb_to_yuv420p(frames.numpy())):
+            frame = av.VideoFrame.from_ndarray(planes, format="yuv420p")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    size = buffer.getbuffer().nbytes
+    buffer.seek(0)
+    with av.open(buffer, mode="r") as container:
+        decoded = np.stack([f.to_ndarray(format="yuv420p") for f in container.decode(video=0)])
+    return torch.from_numpy(_yuv420p_to_rgb(decoded, h, w)), {"crf": crf, "kbytes": round(size / 1024, 1)}
+
+
+Transform = Callable[..., tuple[Tensor, Params]]
+
+#: Transformation families: name -> {transformation name -> function}.
+FAMILIES: dict[str, dict[str, Transform]] = {
+    "temporal": {"temporal_crop": temporal_crop, "speed_change": speed_change, "reverse": reverse,
+                 "pause": pause, "frame_drop": frame_drop, "insert_into_distractor": insert_into_distractor},
+    "spatial": {"crop_resize": crop_resize, "hflip": hflip, "color_change": color_change, "blur": blur,
+                "text_overlay": text_overlay, "logo_overlay": logo_overlay,
+                "picture_in_picture": picture_in_picture},
+    "codec": {"h264_reencode": h264_reencode},
+}
+#: Transformations after which only part of the source remains in the copy (FIVR's "duplicate scene", DS).
+PARTIAL_COPY: frozenset[str] = frozenset({"temporal_crop", "insert_into_distractor"})
+#: Transformations that need a host video.
+NEEDS_HOST: frozenset[str] = frozenset({"insert_into_distractor", "picture_in_picture"})
+TRANSFORMS: dict[str, Transform] = {name: fn for family in FAMILIES.values() for name, fn in family.items()}
