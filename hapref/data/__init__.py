@@ -11,12 +11,21 @@ Benchmark (deterministic from a seed, cached under ``$HAPREF_DATA`` or ``~/.cach
     bench.info["q000_copy01"]  # role, scene, source query, edit family, transformations with parameters
     bench.train[i]          # unlabeled clip uint8 [T_train, H, W, 3] (distractor scenes only, rendered on demand)
 
+Training views (S2VS weak/strong, one random transform per clip, batched on the clips' device)::
+
+    from hapref.data import ClipAugmenter, video_in_video
+    g = torch.Generator().manual_seed(0)
+    weak = ClipAugmenter("weak", num_frames=16)(clips, g)      # clips uint8 [B, T, H, W, 3] -> [B, 16, H, W, 3]
+    strong = ClipAugmenter("strong", num_frames=16)(clips, g)
+    strong, overlap = video_in_video(strong, g)                # overlap [B, B]: identity + λ for mixed clips
+
 Use ``torch.utils.data.DataLoader(bench.database, batch_size=8, collate_fn=collate_videos)`` for padded batches
 with a frame mask.
 """
 
 from __future__ import annotations
 
+from hapref.data.augment import ClipAugmenter, video_in_video
 from hapref.data.benchmark import (COPY_FAMILIES, LEVELS, PROFILES, TASKS, BenchmarkConfig, CopyBenchmark,
                                    TrainClips, build_copy_benchmark, generate_copy_benchmark)
 from hapref.data.cache import FORMAT_VERSION, data_root
@@ -25,7 +34,7 @@ from hapref.data.sources import decode_video
 from hapref.data.transforms import FAMILIES
 
 __all__ = [
-    "COPY_FAMILIES", "FAMILIES", "FORMAT_VERSION", "LEVELS", "PROFILES", "TASKS", "BenchmarkConfig",
+    "ClipAugmenter", "video_in_video", "COPY_FAMILIES", "FAMILIES", "FORMAT_VERSION", "LEVELS", "PROFILES", "TASKS", "BenchmarkConfig",
     "CopyBenchmark", "TrainClips", "VideoDataset", "build_copy_benchmark", "collate_videos", "data_root",
     "decode_video", "generate_copy_benchmark",
 ]

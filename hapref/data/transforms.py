@@ -126,13 +126,17 @@ def blur(frames: Tensor, generator: torch.Generator, host: Tensor | None = None)
     return _to_uint8(x), {"sigma": sigma}
 
 
-@functools.lru_cache(maxsize=8)
-def _text_layer(text: str, height: int, width: int, font_px: int) -> Tensor:
-    """Alpha mask ``[H, W]`` in [0, 1] of ``text`` drawn with Pillow's bundled font at the top-left."""
+@functools.lru_cache(maxsize=64)
+def text_mask(text: str, font_px: int) -> Tensor:
+    """Alpha mask ``[h, w]`` in [0, 1] of ``text`` in Pillow's bundled font, cropped to the ink."""
     from PIL import Image, ImageDraw, ImageFont
-    canvas = Image.new("L", (width, height), 0)
+    canvas = Image.new("L", (font_px * (len(text) + 1), 2 * font_px), 0)
     ImageDraw.Draw(canvas).text((0, 0), text, fill=255, font=ImageFont.load_default(size=font_px))
-    return torch.from_numpy(np.asarray(canvas, dtype=np.float32) / 255.0)
+    mask = torch.from_numpy(np.asarray(canvas, dtype=np.float32) / 255.0)
+    ys, xs = torch.nonzero(mask > 0, as_tuple=True)
+    if len(ys) == 0:
+        return mask[:1, :1]
+    return mask[int(ys.min()):int(ys.max()) + 1, int(xs.min()):int(xs.max()) + 1].contiguous()
 
 
 def _blend(frames: Tensor, rgb: Tensor, alpha: Tensor, top: int, left: int) -> Tensor:
@@ -146,20 +150,18 @@ def _blend(frames: Tensor, rgb: Tensor, alpha: Tensor, top: int, left: int) -> T
     return out
 
 
-_WORDS = ("BREAKING", "LIVE", "REPLAY", "EXCLUSIVE", "HD", "NEWS", "2026", "WATCH", "VIRAL", "COPY")
+WORDS = ("BREAKING", "LIVE", "REPLAY", "EXCLUSIVE", "HD", "NEWS", "2026", "WATCH", "VIRAL", "COPY")
 
 
 def text_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Burn a caption (one or two words, random colour and opacity) into every frame."""
     t, h, w, _ = frames.shape
-    words = [_WORDS[_randint(generator, 0, len(_WORDS) - 1)] for _ in range(_randint(generator, 1, 2))]
+    words = [WORDS[_randint(generator, 0, len(WORDS) - 1)] for _ in range(_randint(generator, 1, 2))]
     text = " ".join(words)
     font_px = max(8, round(h * _uniform(generator, 0.12, 0.22)))
-    mask = _text_layer(text, h, w, font_px)
-    ys, xs = torch.nonzero(mask > 0, as_tuple=True)
-    th, tw = (int(ys.max()) + 1, int(xs.max()) + 1) if len(ys) else (1, 1)
-    mask = mask[:th, :tw]
-    top, left = _randint(generator, 0, max(0, h - th)), _randint(generator, 0, max(0, w - tw))
+    mask = text_mask(text, font_px)[:h, :w]
+    th, tw = mask.shape
+    top, left = _randint(generator, 0, h - th), _randint(generator, 0, w - tw)
     colour = torch.rand(3, generator=generator) * 255
     opacity = _uniform(generator, 0.7, 1.0)
     out = _blend(frames, colour.expand(th, tw, 3), mask * opacity, top, left)
@@ -167,16 +169,17 @@ def text_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None
 
 
 @functools.lru_cache(maxsize=1)
-def _logo() -> Tensor:
+def logo_rgba() -> Tensor:
+    """scikit-image's logo as float RGBA ``[500, 500, 4]`` in [0, 255] (its alpha channel is the shape)."""
     import skimage.data
-    return torch.from_numpy(np.asarray(skimage.data.logo())).float()  # [500, 500, 4] RGBA
+    return torch.from_numpy(np.asarray(skimage.data.logo())).float()
 
 
 def logo_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Paste scikit-image's logo (its own alpha channel) at 20–35 % of the frame height in a random place."""
     t, h, w, _ = frames.shape
     side = max(4, round(h * _uniform(generator, 0.2, 0.35)))
-    logo = F.interpolate(_logo().permute(2, 0, 1)[None], size=(side, side), mode="bilinear",
+    logo = F.interpolate(logo_rgba().permute(2, 0, 1)[None], size=(side, side), mode="bilinear",
                          antialias=True, align_corners=False)[0].permute(1, 2, 0)
     top, left = _randint(generator, 0, h - side), _randint(generator, 0, w - side)
     opacity = _uniform(generator, 0.7, 1.0)
