@@ -46,15 +46,19 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
-    """``torch.save`` through a temporary file and ``os.replace`` (atomic on POSIX)."""
+    """``torch.save`` to a same-named file in a temporary sibling folder, then ``os.replace`` (atomic on POSIX).
+
+    The same name matters: torch names the records inside its zip archive after the file, so the bytes of the
+    result depend only on ``obj`` and the final name.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    tmp_dir = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    tmp = tmp_dir / path.name
     try:
         torch.save(obj, tmp)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    finally:
+        tmp.unlink(missing_ok=True)
+        tmp_dir.rmdir()
     return path

@@ -51,13 +51,13 @@ class FineGrainedVideos:
 
 def _region_centres(count: int) -> list[tuple[float, float]]:
     """``count`` well-separated view centres on a ring around the photo centre (normalised coordinates)."""
-    return [(0.45 * math.cos(2 * math.pi * k / count + 0.3), 0.45 * math.sin(2 * math.pi * k / count + 0.3))
+    return [(0.3 * math.cos(2 * math.pi * k / count + 0.3), 0.3 * math.sin(2 * math.pi * k / count + 0.3))
             for k in range(count)]
 
 
 def _camera_path(centre: tuple[float, float], motion: str, u: list[float]) -> CameraPath:
-    cx, cy = centre[0] + 0.08 * (2 * u[0] - 1), centre[1] + 0.08 * (2 * u[1] - 1)
-    view = 0.42 + 0.08 * u[2]
+    cx, cy = centre[0] + 0.12 * (2 * u[0] - 1), centre[1] + 0.12 * (2 * u[1] - 1)
+    view = 0.5 + 0.1 * u[2]
     step = 0.12 + 0.08 * u[3]
     if motion == "zoom-in":
         return CameraPath((cx, cy, view, 0.0), (cx, cy, view * 0.6, 0.0))

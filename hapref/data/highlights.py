@@ -1,0 +1,90 @@
+"""A synthetic "sports highlight" video with hard cuts and critical events, for Radial's detection task.
+
+Radial seed 002, Fig. 2 and "Sports Dataset": a highlight is a chain of clips separated by hard
+cuts; some clips end with a critical event (the ball flying into the net). Here each clip films a
+real photo along a random camera path (:func:`hapref.data.sources.render_shot`); a third of the cuts
+go to the *same* photo from another camera set-up (a "different angle", hard for colour histograms).
+A critical clip ends with a fast push-in while a bright ball crosses the frame. Ground truth: the
+cut frames, each clip's span, and which clips (and frames) are critical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from hapref.data.sources import CameraPath, render_shot
+
+__all__ = ["HIGHLIGHT_PHOTOS", "HighlightVideo", "make_highlight_video"]
+
+#: Scenes the highlight cuts between.
+HIGHLIGHT_PHOTOS = ("grass", "astronaut", "coffee", "chelsea", "rocket", "brick", "hubble_deep_field",
+                    "immunohistochemistry")
+
+
+@dataclass
+class HighlightVideo:
+    """Frames uint8 ``[T, S, S, 3]``; clip spans ``[(start, end)]`` (end exclusive); per-clip critical flags;
+    per-frame critical mask ``[T]``. ``cuts`` are the first frames of every clip after the first."""
+
+    frames: Tensor
+    clips: list[tuple[int, int]]
+    critical: list[bool]
+    critical_frames: Tensor
+
+    @property
+    def cuts(self) -> list[int]:
+        return [start for start, _ in self.clips[1:]]
+
+
+def _draw_ball(frames: Tensor, generator: torch.Generator) -> Tensor:
+    """A white ball (radius ~S/12) crossing the frames on a straight line, drawn in place of the pixels."""
+    t, s = frames.shape[0], frames.shape[1]
+    u = torch.rand(4, generator=generator).tolist()
+    start = torch.tensor([0.1 + 0.2 * u[0], 0.2 + 0.6 * u[1]]) * s
+    end = torch.tensor([0.7 + 0.2 * u[2], 0.2 + 0.6 * u[3]]) * s
+    path = start + torch.linspace(0, 1, t)[:, None] * (end - start)  # [T, 2] (x, y)
+    ys, xs = torch.meshgrid(torch.arange(s), torch.arange(s), indexing="ij")
+    inside = (xs[None] - path[:, 0, None, None]) ** 2 + (ys[None] - path[:, 1, None, None]) ** 2 <= (s / 12) ** 2
+    out = frames.clone()
+    out[inside] = 255
+    return out
+
+
+def make_highlight_video(num_clips: int = 10, clip_frames: tuple[int, int] = (24, 36), critical_frames: int = 8,
+                         critical_fraction: float = 0.5, size: int = 80, seed: int = 0) -> HighlightVideo:
+    """Render one highlight video; every quantity is deterministic in ``seed``."""
+    if num_clips < 2:
+        raise ValueError(f"num_clips must be >= 2, got {num_clips}")
+    if not critical_frames + 4 <= clip_frames[0] <= clip_frames[1]:
+        raise ValueError(f"clip_frames must be (min, max) with min >= critical_frames + 4, got {clip_frames}")
+    generator = torch.Generator().manual_seed(seed)
+    chunks, clips, flags, masks = [], [], [], []
+    photo, start = None, 0
+    for _ in range(num_clips):
+        same_scene = photo is not None and float(torch.rand(1, generator=generator)) < 1 / 3
+        if not same_scene:
+            choices = [p for p in HIGHLIGHT_PHOTOS if p != photo]
+            photo = choices[int(torch.randint(len(choices), (1,), generator=generator))]
+        length = int(torch.randint(clip_frames[0], clip_frames[1] + 1, (1,), generator=generator))
+        critical = float(torch.rand(1, generator=generator)) < critical_fraction
+        path = CameraPath.random(generator)
+        if critical:
+            calm = render_shot(photo, path, length - critical_frames, size)
+            cx, cy, view, angle = path.end
+            rush = CameraPath((cx, cy, view, angle), (cx * 0.5, cy * 0.5, view * 0.55, angle))
+            event = _draw_ball(render_shot(photo, rush, critical_frames, size), generator)
+            frames = torch.cat([calm, event])
+        else:
+            frames = render_shot(photo, path, length, size)
+        mask = torch.zeros(length, dtype=torch.bool)
+        if critical:
+            mask[-critical_frames:] = True
+        chunks.append(frames)
+        clips.append((start, start + length))
+        flags.append(critical)
+        masks.append(mask)
+        start += length
+    return HighlightVideo(torch.cat(chunks), clips, flags, torch.cat(masks))

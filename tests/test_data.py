@@ -1,0 +1,285 @@
+"""hapref.data: the generated copy-detection benchmark, its cache, transformations and training augmentations."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import devices
+
+from hapref.data import (FAMILIES, LEVELS, PROFILES, ClipAugmenter, VideoDataset, build_copy_benchmark,
+                         collate_videos, generate_copy_benchmark, video_in_video)
+from hapref.data import benchmark as benchmark_module
+from hapref.data import cache, sources, transforms
+from hapref.data.augment import temporal_indices
+
+
+@pytest.fixture(scope="module")
+def smoke_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("hapref_data")
+
+
+@pytest.fixture(scope="module")
+def bench(smoke_root):
+    return build_copy_benchmark("smoke", seed=0, root=smoke_root)
+
+
+def _pixel_descriptor(video: torch.Tensor) -> torch.Tensor:
+    """Grey 8x8 thumbnails, zero-mean and unit-norm per frame: [T, 64]."""
+    x = F.adaptive_avg_pool2d(video.permute(0, 3, 1, 2).float().mean(1, keepdim=True), 8).flatten(1)
+    return F.normalize(x - x.mean(1, keepdim=True), dim=1)
+
+
+def _pixel_similarity(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (_pixel_descriptor(a) @ _pixel_descriptor(b).T).max(1).values.mean().item()
+
+
+# ------------------------------------------------------------------------------------------ benchmark
+def test_shapes_dtypes_and_levels(bench):
+    c = PROFILES["smoke"]
+    q, n = len(bench.queries), len(bench.database)
+    assert q == c.num_query_scenes
+    assert n == c.num_query_scenes * (c.copies_per_query + c.same_scene_per_query) + c.num_distractors
+    for item in [*bench.queries, *bench.database]:
+        assert item["frames"].dtype == torch.uint8
+        assert item["frames"].shape[1:] == (c.frame_size, c.frame_size, 3)
+        assert item["frames"].shape[0] >= 2
+    assert bench.queries[0]["frames"].shape[0] == c.num_frames
+    assert bench.levels.shape == (q, n) and bench.levels.dtype == torch.int8
+    dsvr, csvr, nd = bench.relevance("DSVR"), bench.relevance("CSVR"), bench.relevance("ND")
+    assert dsvr.dtype == torch.bool and dsvr.shape == (q, n)
+    assert (nd <= dsvr).all() and (dsvr <= csvr).all() and (csvr & ~dsvr).any()
+    assert dsvr.sum(1).min() >= 1  # every query has a positive
+    assert (csvr.sum(0) <= 1).all()  # a database video belongs to at most one query
+    with pytest.raises(ValueError, match="task"):
+        bench.relevance("ISVR")
+
+
+def test_metadata_records_transformations(bench):
+    for j, vid in enumerate(bench.database.ids):
+        meta = bench.info[vid]
+        column = bench.levels[:, j]
+        if meta["role"] == "copy":
+            qi = bench.queries.ids.index(meta["source"])
+            assert column[qi] == LEVELS[meta["level"]] and column.count_nonzero() == 1
+            allowed = set(transforms.TRANSFORMS) if meta["family"] == "mixed" else set(FAMILIES[meta["family"]])
+            names = [t["name"] for t in meta["transforms"]]
+            assert names and set(names) <= allowed
+            assert (meta["level"] == "DS") == bool(set(names) & transforms.PARTIAL_COPY)
+        elif meta["role"] == "same_scene":
+            assert column.max() == LEVELS["CS"] and meta["scene"] == bench.info[meta["source"]]["scene"]
+        else:
+            assert meta["role"] == "distractor" and (column == 0).all()
+    query_scenes = {bench.info[q]["scene"] for q in bench.queries.ids}
+    distractor_scenes = {m["scene"] for m in bench.info.values() if m["role"] == "distractor"}
+    assert not query_scenes & distractor_scenes
+
+
+def test_same_seed_same_bytes(bench, smoke_root, tmp_path):
+    again = build_copy_benchmark("smoke", seed=0, root=tmp_path)  # generated afresh in another folder
+    assert again.fingerprint() == bench.fingerprint()
+    assert hashlib.sha256(again.path.read_bytes()).digest() == hashlib.sha256(bench.path.read_bytes()).digest()
+    cached = build_copy_benchmark("smoke", seed=0, root=smoke_root)
+    assert cached.fingerprint() == bench.fingerprint()
+    small = dict(num_distractors=2, copies_per_query=1, same_scene_per_query=0, num_query_scenes=1)
+    a = build_copy_benchmark("smoke", seed=1, cache=False, **small)
+    b = build_copy_benchmark("smoke", seed=2, cache=False, **small)
+    assert a.fingerprint() != b.fingerprint()
+
+
+def test_copies_are_copies_on_raw_pixels(bench):
+    """Temporal and codec edits keep the pixels: such a copy is closer to its query than every distractor is."""
+    for qi, query in enumerate(bench.queries.videos):
+        sims = torch.tensor([_pixel_similarity(query, v) for v in bench.database.videos])
+        negatives = sims[bench.levels[qi] == 0]
+        positives = sims[bench.levels[qi] >= LEVELS["DS"]]
+        assert positives.median() > negatives.median() + 0.3
+        for j in (bench.levels[qi] >= LEVELS["DS"]).nonzero().flatten().tolist():
+            if bench.info[bench.database.ids[j]]["family"] in ("temporal", "codec"):
+                assert sims[j] > negatives.max()
+
+
+def test_train_split_is_deterministic_and_disjoint(bench):
+    c = PROFILES["smoke"]
+    assert len(bench.train) == c.num_train_clips
+    clip = bench.train[3]
+    assert clip.shape == (c.train_frames, c.frame_size, c.frame_size, 3) and clip.dtype == torch.uint8
+    assert torch.equal(clip, bench.train[3]) and not torch.equal(clip, bench.train[4])
+    query_scenes = {bench.info[q]["scene"] for q in bench.queries.ids}
+    assert not query_scenes & set(bench.train.scenes)
+    with pytest.raises(IndexError):
+        bench.train[len(bench.train)]
+    batch = next(iter(torch.utils.data.DataLoader(bench.train, batch_size=4)))
+    assert batch.shape == (4, c.train_frames, c.frame_size, c.frame_size, 3)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="profile"):
+        build_copy_benchmark("huge")
+    with pytest.raises(ValueError, match="frame_size"):
+        replace(PROFILES["smoke"], frame_size=63)
+    with pytest.raises(ValueError, match="num_query_scenes"):
+        replace(PROFILES["smoke"], num_query_scenes=0)
+
+
+# -------------------------------------------------------------------------------------------- cache
+def test_cache_key_tracks_config_and_format_version(monkeypatch, tmp_path):
+    config = PROFILES["smoke"]
+    path = benchmark_module.benchmark_path(config, tmp_path)
+    assert path.parent == tmp_path / "copy_benchmark"
+    assert benchmark_module.benchmark_path(replace(config, seed=1), tmp_path) != path
+    assert benchmark_module.benchmark_path(replace(config, num_frames=9), tmp_path) != path
+    monkeypatch.setattr(benchmark_module, "config_key", lambda cfg: cache.config_key(cfg, version=99))
+    assert benchmark_module.benchmark_path(config, tmp_path) != path
+    monkeypatch.setenv("HAPREF_DATA", str(tmp_path / "env"))
+    assert cache.data_root() == tmp_path / "env"
+    assert cache.data_root(tmp_path) == tmp_path
+
+
+def test_stale_or_corrupt_cache_is_regenerated(bench, tmp_path):
+    small = dict(num_distractors=1, copies_per_query=1, same_scene_per_query=0, num_query_scenes=1)
+    fresh = build_copy_benchmark("smoke", root=tmp_path, **small)
+    fresh.path.write_bytes(b"half a file")
+    assert build_copy_benchmark("smoke", root=tmp_path, **small).fingerprint() == fresh.fingerprint()
+    payload = torch.load(fresh.path, weights_only=True)
+    payload["format_version"] = cache.FORMAT_VERSION - 1
+    torch.save(payload, fresh.path)
+    with pytest.raises(ValueError, match="format version"):
+        benchmark_module.CopyBenchmark.load(fresh.path)
+    assert build_copy_benchmark("smoke", root=tmp_path, **small).fingerprint() == fresh.fingerprint()
+
+
+def test_atomic_writes_leave_no_partial_file(monkeypatch, tmp_path):
+    target = tmp_path / "sub" / "file.bin"
+    cache.atomic_write_bytes(target, b"abc")
+    assert target.read_bytes() == b"abc"
+
+    def broken_save(obj, f):
+        open(f, "wb").write(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", broken_save)
+    with pytest.raises(OSError, match="disk full"):
+        cache.atomic_torch_save({"x": 1}, tmp_path / "sub" / "model.pt")
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["file.bin"]
+
+
+# ------------------------------------------------------------------------------------ transformations
+@pytest.fixture(scope="module")
+def clip():
+    return sources.render_shot("astronaut", sources.CameraPath((0.0, 0.0, 0.7, 0.0), (0.2, 0.1, 0.5, 0.1)), 12, 48)
+
+
+@pytest.fixture(scope="module")
+def host():
+    return sources.render_shot("coffee", sources.CameraPath((0.0, 0.0, 0.8, 0.0), (0.0, 0.0, 0.6, 0.0)), 10, 48)
+
+
+@pytest.mark.parametrize("name", sorted(transforms.TRANSFORMS))
+def test_every_transformation_keeps_the_format(name, clip, host):
+    g = torch.Generator().manual_seed(0)
+    out, params = transforms.TRANSFORMS[name](clip, g, host=host)
+    assert out.dtype == torch.uint8 and out.shape[1:] == clip.shape[1:] and out.shape[0] >= 2
+    again, params_again = transforms.TRANSFORMS[name](clip, torch.Generator().manual_seed(0), host=host)
+    assert torch.equal(out, again) and params == params_again
+
+
+def test_transformations_do_what_they_say(clip, host):
+    g = torch.Generator().manual_seed(0)
+    assert torch.equal(transforms.reverse(clip, g)[0], clip.flip(0))
+    assert torch.equal(transforms.hflip(clip, g)[0], clip.flip(2))
+    out, p = transforms.insert_into_distractor(clip, g, host=host)
+    at, start, length = p["at"], p["start"], p["length"]
+    assert torch.equal(out[at:at + length], clip[start:start + length])
+    assert torch.equal(out[:at], host[:at]) and out.shape[0] == host.shape[0] + length
+    out, p = transforms.pause(clip, g)
+    assert out.shape[0] == clip.shape[0] + p["repeats"]
+    out, p = transforms.h264_reencode(clip, g)
+    mse = ((out.float()[:, None] - clip.float()[None]) ** 2).mean((2, 3, 4))  # [decoded frame, source frame]
+    assert (mse.argmin(1) == torch.arange(clip.shape[0])).all()  # frame order survives
+    psnr = 10 * torch.log10(255 ** 2 / mse.diagonal())
+    assert 30 <= p["crf"] <= 42 and (psnr < 40).all() and (psnr > 15).all()  # lossy, still the same video
+    for name in transforms.NEEDS_HOST:
+        with pytest.raises(ValueError, match="host"):
+            transforms.TRANSFORMS[name](clip, g)
+
+
+def test_video_dataset_and_collate():
+    videos = [torch.full((n, 4, 4, 3), n, dtype=torch.uint8) for n in (3, 5)]
+    ds = VideoDataset(["a", "b"], videos)
+    assert ds[1]["id"] == "b" and ds.num_frames.tolist() == [3, 5]
+    batch = collate_videos([ds[0], ds[1]])
+    assert batch["frames"].shape == (2, 5, 4, 4, 3) and batch["ids"] == ["a", "b"]
+    assert batch["mask"].tolist() == [[True] * 3 + [False] * 2, [True] * 5]
+    assert (batch["frames"][0, 3:] == 0).all() and torch.equal(batch["frames"][1], videos[1])
+    with pytest.raises(ValueError, match="batch"):
+        collate_videos([])
+    with pytest.raises(ValueError, match="uint8"):
+        VideoDataset(["a"], [torch.zeros(3, 4, 4, 3)])
+
+
+# -------------------------------------------------------------------------------------- augmentation
+@pytest.fixture(scope="module")
+def clips(bench):
+    return torch.stack([bench.train[i] for i in range(4)])
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("strength", ["weak", "strong"])
+def test_augmenter_keeps_shape_dtype_device_and_is_reproducible(clips, strength, device):
+    x = clips.to(device)
+    aug = ClipAugmenter(strength)
+    out = aug(x, torch.Generator().manual_seed(0))
+    assert out.shape == x.shape and out.dtype == x.dtype and out.device == x.device
+    assert torch.equal(out, aug(x, torch.Generator().manual_seed(0)))
+    assert not torch.equal(out, aug(x, torch.Generator().manual_seed(1)))
+    resized = ClipAugmenter(strength, num_frames=4, size=32)(x.float() / 255, torch.Generator().manual_seed(0))
+    assert resized.shape == (x.shape[0], 4, 32, 32, 3) and resized.dtype == torch.float32
+    assert resized.min() >= 0 and resized.max() <= 1
+
+
+def test_weak_view_applies_one_transform_per_clip():
+    """A still clip stays still: every frame gets the same crop and flip; different clips get different ones."""
+    frame = torch.from_numpy(sources.load_photo("chelsea")[:64, :64].copy())
+    still = frame.expand(2, 6, 64, 64, 3).contiguous()
+    out = ClipAugmenter("weak")(still, torch.Generator().manual_seed(0))
+    assert (out == out[:, :1]).all()
+    assert not torch.equal(out[0], out[1])
+
+
+def test_temporal_indices():
+    g = torch.Generator().manual_seed(0)
+    index, code = temporal_indices(20, 8, strong=False, generator=g)
+    assert (index.diff() == 1).all() and (code == 0).all()
+    assert temporal_indices(5, 8, strong=False, generator=g)[0].tolist() == [0, 1, 2, 3, 4, 0, 1, 2]
+    for _ in range(50):
+        index, code = temporal_indices(32, 16, strong=True, generator=g)
+        assert index.shape == code.shape == (16,) and index.min() >= 0 and index.max() < 32
+        assert set(code.tolist()) <= {0, 1, 2}
+
+
+def test_video_in_video(clips):
+    g = torch.Generator().manual_seed(0)
+    out, overlap = video_in_video(clips, g, p=1.0)
+    b = clips.shape[0]
+    assert out.shape == clips.shape and out.dtype == clips.dtype
+    off = overlap - torch.eye(b)
+    assert (overlap.diagonal() == 1).all() and ((off > 0).sum(1) == 1).all()
+    assert ((off == 0) | ((off >= 0.3) & (off <= 0.7))).all()
+    for i in range(b):
+        j = int(off[i].argmax())
+        assert (out[i] == clips[j]).float().mean() > 0.25  # the host shows around the pasted clip
+    unchanged, eye = video_in_video(clips, g, p=0.0)
+    assert torch.equal(unchanged, clips) and torch.equal(eye, torch.eye(b))
+
+
+def test_augmenter_rejects_bad_input():
+    with pytest.raises(ValueError, match="strength"):
+        ClipAugmenter("medium")
+    with pytest.raises(ValueError, match="clips"):
+        ClipAugmenter()(torch.zeros(2, 3, 8, 8))
+    with pytest.raises(ValueError, match="clips"):
+        ClipAugmenter()(torch.zeros(2, 3, 8, 8, 3, dtype=torch.int32))
