@@ -84,7 +84,7 @@ def ranking_summary(relevance: Sequence[int | bool]) -> tuple[float, float]:
     return average_precision(scores, rel).item(), pair_acc.item()
 
 
-def plot_pairwise_vs_listwise(rankings: dict[str, Sequence[int | bool]], figsize: tuple[float, float] = (10, 4.2),
+def plot_pairwise_vs_listwise(rankings: dict[str, Sequence[int | bool]], figsize: tuple[float, float] = (8.5, 3.8),
                               ) -> Figure:
     """HAP-VR Fig. 1 in spirit: the same rankings seen pair-wise (arcs = mis-ordered pairs) and list-wise (P@k, AP).
 
@@ -104,40 +104,42 @@ def plot_pairwise_vs_listwise(rankings: dict[str, Sequence[int | bool]], figsize
                              color="0.35", linewidth=1.2, zorder=1))
         n_pairs = int(sum(relevance)) * (len(relevance) - int(sum(relevance)))
         ax.text(len(relevance) + 0.8, y, f"{name}\npairs in order: {round(pair_acc * n_pairs)}/{n_pairs}"
-                f" = {pair_acc:.2f}\nAP = {ap:.3f}", va="center", fontsize=10)
+                f" = {pair_acc:.2f}\nAP = {ap:.3f}", va="center", fontsize=11)
     ax.set_xlim(0.3, len(next(iter(rankings.values()))) + 4.5)
     ax.set_ylim(-2.6 * (len(rankings) - 1) - 1.5, 1.6)
     ax.set_axis_off()
-    ax.set_title("arcs: mis-ordered (negative above positive) pairs    captions: precision at each positive")
+    ax.set_title("arcs: mis-ordered pairs (negative above positive); captions: precision at each positive",
+                 fontsize=10)
     fig.tight_layout()
     return fig
 
 
 def plot_rank_sweep(n_items: int, other_positives: Sequence[int], rank: int) -> Figure:
-    """Move one positive through ranks 1..n_items; show the list and AP vs pair-wise accuracy.
+    """Move one positive through the free ranks of a list; show the list and AP vs pair-wise accuracy.
 
     Args:
         n_items: list length.
         other_positives: 1-based ranks of the positives that stay put.
-        rank: 1-based rank of the moving positive among the remaining slots (1..n_items - len(other_positives)).
+        rank: 1-based rank of the moving positive; any rank not in ``other_positives``.
     """
-    free = [k for k in range(1, n_items + 1) if k not in set(other_positives)]
+    fixed = set(other_positives)
+    free = [k for k in range(1, n_items + 1) if k not in fixed]
+    if rank not in free:
+        raise ValueError(f"rank must be one of the free ranks {free}, got {rank}")
 
-    def relevance_with(moving_rank: int) -> list[int]:
-        chosen = set(other_positives) | {free[moving_rank - 1]}
-        return [int(k in chosen) for k in range(1, n_items + 1)]
+    def relevance_with(moving: int) -> list[int]:
+        return [int(k in fixed or k == moving) for k in range(1, n_items + 1)]
 
-    sweep = np.array([ranking_summary(relevance_with(r)) for r in range(1, len(free) + 1)])
-    fig, (ax_list, ax_curve) = plt.subplots(2, 1, figsize=(8, 5.2), height_ratios=[1, 2.2])
+    sweep = np.array([ranking_summary(relevance_with(k)) for k in free])
+    fig, (ax_list, ax_curve) = plt.subplots(2, 1, figsize=(7, 4.6), height_ratios=[1, 2.2])
     current = relevance_with(rank)
-    edge = ["black" if k + 1 == free[rank - 1] else "white" for k in range(n_items)]
+    edge = ["black" if k + 1 == rank else "white" for k in range(n_items)]
     draw_ranked_list(ax_list, relevance_colors(current), edgecolors=edge, texts=["+" if r else "−" for r in current])
     ax_list.set_axis_off()
     ax_list.set_title("black border: the moving positive")
-    x = [free[r] for r in range(len(free))]
-    ax_curve.plot(x, sweep[:, 0], "o-", label="AP (list-wise)")
-    ax_curve.plot(x, sweep[:, 1], "s--", label="pairs in order (pair-wise)")
-    ax_curve.axvline(free[rank - 1], color="black", linewidth=1)
+    ax_curve.plot(free, sweep[:, 0], "o-", label="AP (list-wise)")
+    ax_curve.plot(free, sweep[:, 1], "s--", label="pairs in order (pair-wise)")
+    ax_curve.axvline(rank, color="black", linewidth=1)
     ax_curve.set_xlabel("rank of the moving positive")
     ax_curve.set_ylabel("metric")
     ax_curve.set_ylim(0, 1.05)
