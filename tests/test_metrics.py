@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import torch
 from conftest import devices
-from sklearn.metrics import average_precision_score, ndcg_score
+from sklearn.metrics import average_precision_score, ndcg_score, roc_auc_score
 from sklearn.metrics import precision_recall_curve as sk_precision_recall_curve
 
 import hapref.metrics.ap as ap_module
 from hapref.metrics import (average_precision, gmap, map_at_n, mean_average_precision, micro_average_precision,
                             ndcg, precision_recall_curve, quadlet_precision, triplet_precision)
+from hapref.plotting.ranking import misordered_pairs, plot_rank_sweep, ranking_summary
 
 DTYPES = [torch.float32, torch.float64]
 
@@ -332,6 +333,22 @@ def test_quadlet_and_triplet_precision_brute_force(device: str, dtype: torch.dty
     # every correctly ranked quadlet yields two correctly ranked triplets (q,p,n), (q,i,n)
     expanded = triplet_precision(torch.cat([qp, qi]), torch.cat([qn, qn]))
     assert expanded.item() >= quadlet.item()
+
+
+def test_all_pairs_triplet_precision_is_roc_auc_and_ranking_summary() -> None:
+    scores = torch.randn(60, dtype=torch.float64)
+    relevance = torch.rand(60) < 0.3
+    pos, neg = scores[relevance], scores[~relevance]
+    pairs = triplet_precision(pos[:, None].expand(-1, len(neg)).flatten(), neg[None, :].expand(len(pos), -1).flatten())
+    assert pairs.item() == pytest.approx(roc_auc_score(relevance.numpy(), scores.numpy()))
+    ranked = relevance[scores.argsort(descending=True)].tolist()
+    ap, pair_fraction = ranking_summary(ranked)
+    n_pos = sum(ranked)
+    assert ap == pytest.approx(average_precision(scores, relevance).item())
+    assert pair_fraction == pytest.approx(1 - len(misordered_pairs(ranked)) / (n_pos * (len(ranked) - n_pos)))
+    assert pair_fraction == pytest.approx(pairs.item())
+    with pytest.raises(ValueError, match="rank"):
+        plot_rank_sweep(n_items=10, other_positives=[1, 4], rank=4)
 
 
 # ----------------------------------------------------------------------------- bad inputs
