@@ -1,0 +1,174 @@
+"""hapref.data.download: resumable verified downloads and safe extraction, offline (file:// and a local server)."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import json
+import tarfile
+import threading
+import zipfile
+
+import pytest
+
+from hapref.data.download import download, extract, sha256_file, verify
+
+PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """Serves PAYLOAD with Range support; when ``server.cut`` is set it sends half and hangs up."""
+
+    def do_GET(self):  # noqa: N802 (http.server API)
+        self.server.ranges.append(self.headers.get("Range"))
+        start = 0
+        if self.headers.get("Range"):
+            start = int(self.headers["Range"].removeprefix("bytes=").split("-")[0])
+            if start >= len(PAYLOAD):
+                self.send_response(416)
+                self.end_headers()
+                return
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
+        else:
+            self.send_response(200)
+        body = PAYLOAD[start:]
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.server.cut:
+            self.wfile.write(body[:len(body) // 2])
+            self.wfile.flush()
+            self.connection.shutdown(2)
+            return
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.cut, httpd.ranges = False, []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _url(server) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/features.hdf5"
+
+
+SHA = hashlib.sha256(PAYLOAD).hexdigest()
+
+
+def test_download_verifies_and_records(server, tmp_path):
+    dest = download(_url(server), tmp_path / "f.hdf5", sha256=SHA, size=len(PAYLOAD), progress=False)
+    assert dest.read_bytes() == PAYLOAD and not (tmp_path / "f.hdf5.part").exists()
+    record = json.loads((tmp_path / "f.hdf5.sha256.json").read_text())
+    assert record["sha256"] == SHA and record["size"] == len(PAYLOAD) and record["source"] == "official"
+    server.ranges.clear()
+    download(_url(server), dest, sha256=SHA, progress=False)  # present and valid: no request at all
+    assert server.ranges == []
+
+
+def test_checksum_mismatch_leaves_nothing(server, tmp_path):
+    with pytest.raises(ValueError, match="sha256"):
+        download(_url(server), tmp_path / "f.hdf5", sha256="0" * 64, progress=False)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="size"):
+        download(_url(server), tmp_path / "g.hdf5", size=len(PAYLOAD) + 1, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupted_download_resumes_with_range(server, tmp_path):
+    dest = tmp_path / "f.hdf5"
+    server.cut = True
+    with pytest.raises(ConnectionError, match="resumes"):
+        download(_url(server), dest, sha256=SHA, progress=False)
+    part = tmp_path / "f.hdf5.part"
+    assert not dest.exists() and 0 < part.stat().st_size < len(PAYLOAD)
+    done = part.stat().st_size
+    server.cut = False
+    download(_url(server), dest, sha256=SHA, progress=False)
+    assert server.ranges[-1] == f"bytes={done}-"
+    assert dest.read_bytes() == PAYLOAD and not part.exists()
+
+
+def test_complete_part_file_is_finished_without_refetching(server, tmp_path):
+    (tmp_path / "f.hdf5.part").write_bytes(PAYLOAD)
+    dest = download(_url(server), tmp_path / "f.hdf5", sha256=SHA, size=len(PAYLOAD), progress=False)
+    assert dest.read_bytes() == PAYLOAD and server.ranges == []
+
+
+def test_first_download_checksum_is_recorded_then_enforced(tmp_path):
+    source = tmp_path / "remote.bin"
+    source.write_bytes(PAYLOAD)
+    dest = download(source.as_uri(), tmp_path / "local" / "file.bin", progress=False)
+    record = json.loads((tmp_path / "local" / "file.bin.sha256.json").read_text())
+    assert record["source"] == "first-download" and record["sha256"] == sha256_file(source) == SHA
+    dest.write_bytes(PAYLOAD[:-1] + b"x")  # corrupted later
+    with pytest.raises(ValueError, match="first download"):
+        download(source.as_uri(), dest, progress=False)
+    with pytest.raises(ValueError, match="sha256"):
+        verify(dest)
+
+
+def _tar(tmp_path, entries) -> str:
+    path = tmp_path / "a.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, kind in entries:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                data = name.encode()
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                info.type, info.linkname = (tarfile.SYMTYPE, "/etc/passwd") if kind == "symlink" else (tarfile.LNKTYPE, "x")
+                tar.addfile(info)
+    return path
+
+
+def test_extract_tar_and_zip(tmp_path):
+    out = extract(_tar(tmp_path, [("d/a.txt", "file"), ("b.txt", "file")]), tmp_path / "out")
+    assert (out / "d" / "a.txt").read_text() == "d/a.txt" and (out / "b.txt").exists()
+    zpath = tmp_path / "a.zip"
+    with zipfile.ZipFile(zpath, "w") as z:
+        z.writestr("x/y.txt", "y")
+    assert (extract(zpath, tmp_path / "zout") / "x" / "y.txt").read_text() == "y"
+
+
+@pytest.mark.parametrize("entries", [
+    [("ok.txt", "file"), ("../evil.txt", "file")],
+    [("/abs/evil.txt", "file")],
+    [("ok.txt", "file"), ("link", "symlink")],
+    [("hard", "hardlink")],
+])
+def test_extract_rejects_unsafe_tar(tmp_path, entries):
+    with pytest.raises(ValueError, match="archive member"):
+        extract(_tar(tmp_path, entries), tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not (tmp_path.parent / "evil.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tar.gz"]  # no temporary folder left behind
+
+
+def test_extract_rejects_unsafe_zip(tmp_path):
+    zpath = tmp_path / "a.zip"
+    with zipfile.ZipFile(zpath, "w") as z:
+        z.writestr("../../evil.txt", "boom")
+    with pytest.raises(ValueError, match="archive member"):
+        extract(zpath, tmp_path / "out")
+    link = tmp_path / "b.zip"
+    with zipfile.ZipFile(link, "w") as z:
+        info = zipfile.ZipInfo("link")
+        info.external_attr = (0o120777 << 16)
+        z.writestr(info, "/etc/passwd")
+    with pytest.raises(ValueError, match="link"):
+        extract(link, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    plain = tmp_path / "notes.txt"
+    plain.write_text("not an archive")
+    with pytest.raises(ValueError, match="neither"):
+        extract(plain, tmp_path / "out")
