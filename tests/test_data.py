@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -283,3 +285,87 @@ def test_augmenter_rejects_bad_input():
         ClipAugmenter()(torch.zeros(2, 3, 8, 8))
     with pytest.raises(ValueError, match="clips"):
         ClipAugmenter()(torch.zeros(2, 3, 8, 8, 3, dtype=torch.int32))
+
+
+# ------------------------------------------------------------------------------------ real-data loaders
+def _pickle(path, obj):
+    import pickle
+    path.write_bytes(pickle.dumps(obj))
+    return path
+
+
+def test_load_fivr_pickle_and_json(tmp_path):
+    from hapref.data.loaders import load_fivr
+    annotation = {"q1": {"ND": ["a"], "DS": ["b"], "CS": ["c"], "IS": ["d"]}, "q2": {"ND": ["q1"], "CS": ["a"]}}
+    data = {"5k": {"queries": ["q1", "q2"], "database": ["q1", "q2", "a", "b", "c", "d", "e"]},
+            "200k": {"queries": ["q1"], "database": ["a", "b"]}, "annotation": annotation}
+    ann = load_fivr(_pickle(tmp_path / "fivr.pickle", data), "5k")
+    cols = ann.database
+    rel = {t: {(ann.queries[i], cols[j]) for i, j in ann.relevance(t).nonzero().tolist()} for t in ann.tasks}
+    assert rel["DSVR"] == {("q1", "a"), ("q1", "b"), ("q2", "q1")}
+    assert rel["CSVR"] == rel["DSVR"] | {("q1", "c"), ("q2", "a")}
+    assert rel["ISVR"] == rel["CSVR"] | {("q1", "d")}
+    assert load_fivr(tmp_path / "fivr.pickle", "200k").relevance("DSVR").tolist() == [[True, True]]
+    (tmp_path / "annotation.json").write_text(json.dumps(annotation))
+    from_json = load_fivr(tmp_path / "annotation.json", "200k")
+    assert from_json.queries == ["q1", "q2"] and set(from_json.database) == {"q1", "q2", "a", "b", "c", "d"}
+    restricted = ann.restrict(["q1", "a", "c"])
+    assert restricted.queries == ["q1"] and restricted.relevance("CSVR").tolist() == [[False, True, True]]
+    with pytest.raises(ValueError, match="task"):
+        ann.relevance("EVVE")
+    with pytest.raises(ValueError, match="version"):
+        load_fivr(tmp_path / "fivr.pickle", "10k")
+
+
+def test_load_evve_svd_ccweb_vcdb(tmp_path):
+    from hapref.data import loaders
+    evve = loaders.load_evve(_pickle(tmp_path / "evve.pickle", {
+        "annotation": {"e1": ({"q1"}, {"a", "b"}, set()), "e2": ({"q2"}, {"c"}, set())},
+        "queries": ["q1", "q2"], "database": ["a", "b", "c", "d"]}))
+    assert evve.relevance("EVVE").tolist() == [[True, True, False, False], [False, False, True, False]]
+
+    (tmp_path / "test_groundtruth").write_text("q1.mp4 a.mp4 1\nq1.mp4 b.mp4 0\nq2.mp4 b.mp4 1\n")
+    (tmp_path / "unlabeled").write_text("z.mp4\n")
+    svd = loaders.load_svd(tmp_path / "test_groundtruth", tmp_path / "unlabeled")
+    assert svd.queries == ["q1", "q2"] and svd.database == ["a", "b", "z"]
+    assert svd.relevance().tolist() == [[True, False, False], [False, True, False]]
+    assert svd.annotated().tolist() == [[True, True, False], [False, True, False]]
+
+    cc = loaders.load_cc_web_video(_pickle(tmp_path / "cc.pickle", {
+        "index": {"1/1_1_Y": 0, "1/1_2_Y": 1, "1/1_3_Y": 2}, "queries": ["1/1_1_Y"],
+        "ground_truth": [{0: "E", 1: "S", 2: "X"}], "excluded": [{2}]}))
+    assert cc.relevance("CC_WEB").tolist() == [[False, True, False]]  # the query itself is not its own positive
+    assert cc.excluded["1/1_1_Y"] == frozenset({"1/1_3_Y"})
+
+    s2vs = loaders.load_vcdb(_pickle(tmp_path / "vcdb.pickle", {
+        "queries": ["a", "b"], "positives": {"a": {"b"}, "b": {"a"}}, "dataset": ["x"]}))
+    assert s2vs.database == ["a", "b", "x"] and s2vs.relevance().tolist() == [[False, True, False], [True, False, False]]
+    tca = loaders.load_vcdb(_pickle(tmp_path / "tca.pickle", {
+        "video_pairs": [{"videos": ["a", "c"], "overlap": [[0, 1], [2, 3]]}], "index": ["a", "b", "c"], "negs": []}))
+    assert tca.relevance().tolist() == [[False, False, True], [False, False, False], [True, False, False]]
+
+
+def test_hdf5_features_and_frames_directory(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from hapref.data.loaders import FramesDirectory, HDF5Features
+    with h5py.File(tmp_path / "feats.hdf5", "w") as f:
+        f["v1"] = np.arange(2 * 9 * 4, dtype=np.float16).reshape(2, 9, 4)
+        f["v2"] = np.ones((6, 4), dtype=np.float32)
+    ds = HDF5Features(tmp_path / "feats.hdf5", ids=["v1", "v2", "gone"], min_len=4)
+    assert ds.ids == ["v1", "v2"] and ds.missing == ["gone"]
+    v1 = ds[0]["frames"]
+    assert v1.shape == (4, 9, 4) and v1.dtype == torch.float32 and torch.equal(v1[2:], v1[:2])  # tiled
+    assert ds[1]["frames"].shape == (6, 1, 4)
+    import pickle
+    assert pickle.loads(pickle.dumps(ds))[1]["id"] == "v2"  # picklable for DataLoader workers
+
+    video = np.random.default_rng(0).integers(0, 256, (3, 8, 8, 3), dtype=np.uint8)
+    np.save(tmp_path / "a.npy", video)
+    from PIL import Image
+    (tmp_path / "b").mkdir()
+    for i in range(2):
+        Image.fromarray(video[i]).save(tmp_path / "b" / f"{i:04d}.png")
+    frames = FramesDirectory(tmp_path, ids=["a", "b", "c"])
+    assert frames.missing == ["c"]
+    assert torch.equal(frames[0]["frames"], torch.from_numpy(video))
+    assert torch.equal(frames[1]["frames"], torch.from_numpy(video[:2]))

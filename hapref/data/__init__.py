@@ -19,6 +19,12 @@ Training views (S2VS weak/strong, one random transform per clip, batched on the 
     strong = ClipAugmenter("strong", num_frames=16)(clips, g)
     strong, overlap = video_in_video(strong, g)                # overlap [B, B]: identity + λ for mixed clips
 
+Real benchmarks from local files (nothing downloads here; ``data_scripts/`` fetch them), all with the same
+``relevance(task)``: ``load_fivr`` (DSVR/CSVR/ISVR/DAVR), ``load_evve``, ``load_svd``, ``load_cc_web_video``,
+``load_vcdb``; features ``HDF5Features(path, ids, min_len)`` -> float ``[T, R, D]``; frames
+``FramesDirectory(root)`` -> uint8 ``[T, H, W, 3]``. ``hapref.data.download``: ``download`` (resumable,
+checksummed) and ``extract`` (safe).
+
 Use ``torch.utils.data.DataLoader(bench.database, batch_size=8, collate_fn=collate_videos)`` for padded batches
 with a frame mask.
 """
@@ -28,6 +34,8 @@ from __future__ import annotations
 from hapref.data.augment import ClipAugmenter, video_in_video
 from hapref.data.benchmark import (COPY_FAMILIES, LEVELS, PROFILES, TASKS, BenchmarkConfig, CopyBenchmark,
                                    TrainClips, build_copy_benchmark, generate_copy_benchmark)
+from hapref.data.loaders import (FramesDirectory, HDF5Features, RetrievalAnnotations, load_cc_web_video,
+                                 load_evve, load_fivr, load_svd, load_vcdb)
 from hapref.data.cache import FORMAT_VERSION, data_root
 from hapref.data.datasets import VideoDataset, collate_videos
 from hapref.data.sources import decode_video
@@ -36,5 +44,6 @@ from hapref.data.transforms import FAMILIES
 __all__ = [
     "ClipAugmenter", "video_in_video", "COPY_FAMILIES", "FAMILIES", "FORMAT_VERSION", "LEVELS", "PROFILES", "TASKS", "BenchmarkConfig",
     "CopyBenchmark", "TrainClips", "VideoDataset", "build_copy_benchmark", "collate_videos", "data_root",
-    "decode_video", "generate_copy_benchmark",
+    "decode_video", "generate_copy_benchmark", "FramesDirectory", "HDF5Features", "RetrievalAnnotations",
+    "load_cc_web_video", "load_evve", "load_fivr", "load_svd", "load_vcdb",
 ]

@@ -51,12 +51,12 @@ class FineGrainedVideos:
 
 def _region_centres(count: int) -> list[tuple[float, float]]:
     """``count`` well-separated view centres on a ring around the photo centre (normalised coordinates)."""
-    return [(0.3 * math.cos(2 * math.pi * k / count + 0.3), 0.3 * math.sin(2 * math.pi * k / count + 0.3))
+    return [(0.15 * math.cos(2 * math.pi * k / count + 0.3), 0.15 * math.sin(2 * math.pi * k / count + 0.3))
             for k in range(count)]
 
 
 def _camera_path(centre: tuple[float, float], motion: str, u: list[float]) -> CameraPath:
-    cx, cy = centre[0] + 0.12 * (2 * u[0] - 1), centre[1] + 0.12 * (2 * u[1] - 1)
+    cx, cy = centre[0] + 0.15 * (2 * u[0] - 1), centre[1] + 0.15 * (2 * u[1] - 1)
     view = 0.5 + 0.1 * u[2]
     step = 0.12 + 0.08 * u[3]
     if motion == "zoom-in":
@@ -120,32 +120,37 @@ def _check_labels(classes: Tensor, subclasses: Tensor) -> None:
                          f"got {tuple(classes.shape)} and {tuple(subclasses.shape)}")
 
 
-def _anchors_and_positives(classes: Tensor, subclasses: Tensor, count: int,
-                           generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    _check_labels(classes, subclasses)
+def _anchors_and_positives(classes: Tensor, subclasses: Tensor, count: int, generator: torch.Generator,
+                           eligible: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Anchors drawn among ``eligible`` items that also have a positive partner, and their positives."""
     n = classes.numel()
     same_sub = subclasses[:, None] == subclasses[None, :]
-    has_partner = (same_sub.sum(1) > 1).nonzero().flatten()
-    if has_partner.numel() == 0:
-        raise ValueError("no sub-class holds two videos, so no positive pair exists")
-    q = has_partner[torch.randint(has_partner.numel(), (count,), generator=generator)]
+    anchors = ((same_sub.sum(1) > 1) & eligible).nonzero().flatten()
+    if anchors.numel() == 0:
+        raise ValueError("no item has both a positive partner and the other members this sampler needs")
+    q = anchors[torch.randint(anchors.numel(), (count,), generator=generator)]
     p = _draw(same_sub[q] & (torch.arange(n)[None] != q[:, None]), generator, "positive")
     return q, p, classes[q], subclasses[q]
 
 
 def sample_quadlets(classes: Tensor, subclasses: Tensor, count: int, generator: torch.Generator) -> Tensor:
     """``[count, 4]`` indices (q, p, i, n): p same sub-class, i same class other sub-class, n other class (Radial Sec. 3)."""
-    q, p, cq, sq = _anchors_and_positives(classes, subclasses, count, generator)
-    same_class = classes[None, :] == cq[:, None]
-    i = _draw(same_class & (subclasses[None, :] != sq[:, None]), generator, "intermediate")
-    n = _draw(~same_class, generator, "negative")
+    _check_labels(classes, subclasses)
+    same_class = classes[:, None] == classes[None, :]
+    same_sub = subclasses[:, None] == subclasses[None, :]
+    eligible = (same_class & ~same_sub).any(1) & (~same_class).any(1)
+    q, p, _, _ = _anchors_and_positives(classes, subclasses, count, generator, eligible)
+    i = _draw(same_class[q] & ~same_sub[q], generator, "intermediate")
+    n = _draw(~same_class[q], generator, "negative")
     return torch.stack([q, p, i, n], dim=1)
 
 
 def sample_triplets(classes: Tensor, subclasses: Tensor, count: int, generator: torch.Generator) -> Tensor:
     """``[count, 3]`` indices (q, p, n): p same sub-class, n any other sub-class (the Triplet baseline's labels)."""
-    q, p, _, sq = _anchors_and_positives(classes, subclasses, count, generator)
-    n = _draw(subclasses[None, :] != sq[:, None], generator, "negative")
+    _check_labels(classes, subclasses)
+    other_sub = subclasses[:, None] != subclasses[None, :]
+    q, p, _, _ = _anchors_and_positives(classes, subclasses, count, generator, other_sub.any(1))
+    n = _draw(other_sub[q], generator, "negative")
     return torch.stack([q, p, n], dim=1)
 
 
@@ -158,10 +163,14 @@ def sample_quadruplets(classes: Tensor, subclasses: Tensor, count: int, generato
     """
     if negatives not in ("a", "b"):
         raise ValueError(f"negatives must be 'a' or 'b', got {negatives!r}")
-    q, p, cq, sq = _anchors_and_positives(classes, subclasses, count, generator)
-    allowed = subclasses[None, :] != sq[:, None]
+    _check_labels(classes, subclasses)
+    allowed = subclasses[:, None] != subclasses[None, :]
     if negatives == "b":
-        allowed &= classes[None, :] != cq[:, None]
+        allowed &= classes[:, None] != classes[None, :]
+    # an anchor needs negatives from at least two sub-classes
+    n_subs = torch.stack([(allowed & (subclasses[None, :] == s)).any(1) for s in subclasses.unique()]).sum(0)
+    q, p, _, _ = _anchors_and_positives(classes, subclasses, count, generator, n_subs >= 2)
+    allowed = allowed[q]
     n1 = _draw(allowed, generator, "first negative")
     n2 = _draw(allowed & (subclasses[None, :] != subclasses[n1][:, None]), generator, "second negative")
     return torch.stack([q, p, n1, n2], dim=1)
