@@ -172,3 +172,45 @@ def test_extract_rejects_unsafe_zip(tmp_path):
     plain.write_text("not an archive")
     with pytest.raises(ValueError, match="neither"):
         extract(plain, tmp_path / "out")
+
+
+def _script(name: str):
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "data_scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"data_scripts_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_download_script_lists_and_validates(capsys):
+    script = _script("download")
+    assert script.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "fivr" in out and "mever.iti.gr" not in out and "fvl.fudan.edu.cn" in out
+    with pytest.raises(SystemExit):
+        script.main(["annotations", "no_such_dataset"])
+
+
+def test_prepare_frames_script(tmp_path):
+    from hapref.data import FramesDirectory
+    from hapref.data.sources import clip_path
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    (videos / "carphone.mp4").write_bytes(clip_path("carphone").read_bytes())  # 120 frames at 29.97 fps
+    assert _script("prepare_frames").main([str(videos), str(tmp_path / "out"), "--short-side", "32", "--square"]) == 0
+    frames = FramesDirectory(tmp_path / "out")
+    assert frames.ids == ["carphone"] and frames[0]["frames"].shape == (4, 32, 32, 3)  # 1 fps over 4 s
+
+
+def test_registry_pins_annotation_files_to_commits():
+    import re
+    from hapref.data.registry import ANNOTATIONS, FEATURES
+    for files in ANNOTATIONS.values():
+        for f in files:
+            assert re.fullmatch(r"https://raw\.githubusercontent\.com/[\w.-]+/[\w.-]+/[0-9a-f]{40}/.+", f.url), f.url
+    names = [f.filename for files in ANNOTATIONS.values() for f in files]
+    assert len(names) == len(set(names))
+    assert all(f.url.startswith("https://") and f.filename.endswith(".hdf5")
+               for files in FEATURES.values() for f in files.values())

