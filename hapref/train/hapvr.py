@@ -31,6 +31,7 @@ from hapref.train.loop import TrainConfig
 
 LOSSES: tuple[str, ...] = VIDEO_LOSSES
 DATA_VERSION = 1
+DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "strong_views", "whiten_dim")
 
 WEAK_EDITS = ("crop_resize", "hflip")
 STRONG_TEMPORAL = ("speed_change", "reverse", "pause", "frame_drop", "temporal_crop")
@@ -55,10 +56,10 @@ class HAPVRProfile:
 
 
 PROFILES: dict[str, HAPVRProfile] = {
-    "smoke": HAPVRProfile("smoke", train_clips=12, frames=8, stride=1, strong_views=1, whiten_dim=64,
-                          batch_videos=4, steps=12, lr=1e-3, warmup_steps=2),
-    "quick": HAPVRProfile("quick", train_clips=48, frames=16, stride=2, strong_views=2, whiten_dim=256,
-                          batch_videos=8, steps=120, lr=5e-4, warmup_steps=10),
+    "smoke": HAPVRProfile("smoke", train_clips=8, frames=8, stride=1, strong_views=1, whiten_dim=32,
+                          batch_videos=4, steps=10, lr=1e-3, warmup_steps=2),
+    "quick": HAPVRProfile("quick", train_clips=32, frames=16, stride=1, strong_views=2, whiten_dim=128,
+                          batch_videos=4, steps=60, lr=1e-3, warmup_steps=6),
     "full": HAPVRProfile("full", train_clips=2048, frames=32, stride=2, strong_views=4, whiten_dim=512,
                          batch_videos=32, steps=5000, lr=4e-5, warmup_steps=250, eval_every=500),
 }
@@ -121,7 +122,8 @@ def prepare_data(profile: str, progress: bool = False) -> HAPVRData:
     """Features of the training views and of the benchmark for ``profile``, cached on disk and in memory."""
     p = PROFILES[profile]
     bench = build_copy_benchmark(p.benchmark)
-    key = config_key({"hapvr": DATA_VERSION, "profile": asdict(p), "benchmark": bench.fingerprint()[:16]})
+    data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
+    key = config_key({"hapvr": DATA_VERSION, "data": data_fields, "benchmark": bench.fingerprint()[:16]})
     path = data_root() / "hapvr" / f"features-{profile}-{key}.pt"
     if path.is_file():
         try:
