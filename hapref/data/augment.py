@@ -139,7 +139,6 @@ def _gray(x: Tensor) -> Tensor:
 def _randaugment_op(name: str, x: Tensor, level: float, sign: Tensor) -> Tensor:
     """One RandAugment op at ``level`` in [0, 1] (magnitude / 30), signed per frame by ``sign`` (±1)."""
     import kornia.enhance as ke
-    from kornia.geometry.transform import warp_affine
     if name == "identity":
         return x
     if name in ("brightness", "contrast", "color", "sharpness"):
@@ -160,24 +159,22 @@ def _randaugment_op(name: str, x: Tensor, level: float, sign: Tensor) -> Tensor:
         return torch.where(hi > lo, (x - lo) / (hi - lo).clamp(min=1e-6), x)
     if name == "equalize":
         return ke.equalize(x)
-    n, _, h, w = x.shape
-    m = torch.zeros(n, 2, 3, device=x.device)
-    m[:, 0, 0] = m[:, 1, 1] = 1
+    # geometric ops as one affine resampling in normalised coordinates (frames are square)
+    theta = torch.zeros(x.shape[0], 2, 3, device=x.device)
+    theta[:, 0, 0] = theta[:, 1, 1] = 1
     if name == "rotate":
         a = torch.deg2rad(30 * level * sign)
-        cx, cy = (w - 1) / 2, (h - 1) / 2
-        m[:, 0, 0], m[:, 0, 1], m[:, 1, 0], m[:, 1, 1] = a.cos(), -a.sin(), a.sin(), a.cos()
-        m[:, 0, 2] = cx - a.cos() * cx + a.sin() * cy
-        m[:, 1, 2] = cy - a.sin() * cx - a.cos() * cy
+        theta[:, 0, 0], theta[:, 0, 1], theta[:, 1, 0], theta[:, 1, 1] = a.cos(), -a.sin(), a.sin(), a.cos()
     elif name == "shear_x":
-        m[:, 0, 1] = 0.3 * level * sign
+        theta[:, 0, 1] = 0.3 * level * sign
     elif name == "shear_y":
-        m[:, 1, 0] = 0.3 * level * sign
+        theta[:, 1, 0] = 0.3 * level * sign
     elif name == "translate_x":
-        m[:, 0, 2] = 0.45 * w * level * sign
+        theta[:, 0, 2] = 0.9 * level * sign  # 0.45 of the width at magnitude 30
     elif name == "translate_y":
-        m[:, 1, 2] = 0.45 * h * level * sign
-    return warp_affine(x, m, (h, w), align_corners=True)
+        theta[:, 1, 2] = 0.9 * level * sign
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
 
 
 class ClipAugmenter:
@@ -226,8 +223,8 @@ class ClipAugmenter:
         from kornia.geometry.transform import crop_and_resize
         boxes = _resized_crop_boxes(b, h, w, self.scale, generator).to(device)
         x = crop_and_resize(x, _per_frame(boxes, window), (size, size))
-        flip = _per_frame(torch.rand(b, generator=generator) < self.p_flip, window).to(device)
-        x = torch.where(flip[:, None, None, None], x.flip(-1), x)
+        flip = _per_frame(torch.rand(b, generator=generator) < self.p_flip, window).nonzero().squeeze(1).to(device)
+        x[flip] = x[flip].flip(-1)
         if strong:
             x = self._strong_pixels(x, b, window, generator)
         return _from_float(x.reshape(b, window, 3, size, size), clips)
@@ -240,14 +237,17 @@ class ClipAugmenter:
             sign = torch.where(torch.rand(b, generator=generator) < 0.5, -1.0, 1.0)
             ops_f, sign_f = _per_frame(ops, window).to(device), _per_frame(sign, window).to(device)
             for k in ops.unique().tolist():
-                rows = (ops_f == k).nonzero().squeeze(1)
-                x = x.index_copy(0, rows, _randaugment_op(_RANDAUGMENT_OPS[k], x[rows], self.level, sign_f[rows]))
+                if _RANDAUGMENT_OPS[k] != "identity":
+                    rows = (ops_f == k).nonzero().squeeze(1)
+                    x[rows] = _randaugment_op(_RANDAUGMENT_OPS[k], x[rows], self.level, sign_f[rows])
         x = self._overlay(x, b, window, generator)
         blur = _per_frame(torch.rand(b, generator=generator) < self.p_blur, window).to(device)
         sigma = _per_frame(torch.empty(b).uniform_(*self.sigma, generator=generator), window).to(device)
         k = 2 * math.ceil(3 * self.sigma[1]) + 1
-        blurred = kf.gaussian_blur2d(x, (k, k), sigma[:, None].expand(-1, 2).contiguous())
-        return torch.where(blur[:, None, None, None], blurred, x)
+        rows = blur.nonzero().squeeze(1)
+        if rows.numel():
+            x[rows] = kf.gaussian_blur2d(x[rows], (k, k), sigma[rows, None].expand(-1, 2).contiguous())
+        return x
 
     def _overlay(self, x: Tensor, b: int, window: int, generator: torch.Generator | None) -> Tensor:
         """Text (p_text) then logo (p_logo) overlays: one layer per clip, shared by all of its frames.

@@ -95,9 +95,9 @@ def film(scene: str, num_frames: int, size: int, generator: torch.Generator, max
     kind, name = scene.split(":", 1)
     if kind == "clip":
         length = sources.load_clip(name, size).shape[0]
-        start = transforms._randint(generator, 0, length - 1)
+        start = transforms.randint(generator, 0, length - 1)
         return sources.clip_window(name, num_frames, size, start), {"scene": scene, "start": start}
-    shots = transforms._randint(generator, 1, max_shots) if num_frames >= 8 else 1
+    shots = transforms.randint(generator, 1, max_shots) if num_frames >= 8 else 1
     bounds = torch.linspace(0, num_frames, shots + 1).round().long().tolist()
     parts = [sources.render_shot(name, sources.CameraPath.random(generator), b - a, size)
              for a, b in zip(bounds[:-1], bounds[1:])]
@@ -118,7 +118,7 @@ def _edit(frames: Tensor, family: str, generator: torch.Generator, host_scenes: 
     for name in chosen:
         host = None
         if name in transforms.NEEDS_HOST:
-            scene = host_scenes[transforms._randint(generator, 0, len(host_scenes) - 1)]
+            scene = host_scenes[transforms.randint(generator, 0, len(host_scenes) - 1)]
             host, _ = film(scene, config.num_frames, config.frame_size, generator)
             frames, params = transforms.TRANSFORMS[name](frames, generator, host=host)
             params = {**params, "host_scene": scene}
@@ -147,10 +147,10 @@ class TrainClips(Dataset):
             raise IndexError(f"index {index} out of range for {len(self)} training clips")
         c = self.config
         g = torch.Generator().manual_seed(_child_seed(c.seed, "train", index))
-        scene = self.scenes[transforms._randint(g, 0, len(self.scenes) - 1)]
+        scene = self.scenes[transforms.randint(g, 0, len(self.scenes) - 1)]
         if torch.rand((), generator=g).item() < 0.3 and len(self.scenes) > 1:
-            other = self.scenes[transforms._randint(g, 0, len(self.scenes) - 1)]
-            cut = transforms._randint(g, c.train_frames // 4, 3 * c.train_frames // 4)
+            other = self.scenes[transforms.randint(g, 0, len(self.scenes) - 1)]
+            cut = transforms.randint(g, c.train_frames // 4, 3 * c.train_frames // 4)
             a, _ = film(scene, cut, c.frame_size, g, max_shots=1)
             b, _ = film(other, c.train_frames - cut, c.frame_size, g, max_shots=1)
             return torch.cat([a, b])

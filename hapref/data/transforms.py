@@ -19,11 +19,12 @@ from torch import Tensor
 Params = dict[str, float | int | str]
 
 
-def _uniform(generator: torch.Generator, low: float, high: float) -> float:
+def uniform(generator: torch.Generator, low: float, high: float) -> float:
+    """A float drawn uniformly from [low, high) with ``generator``."""
     return low + (high - low) * torch.rand((), generator=generator, dtype=torch.float64).item()
 
 
-def _randint(generator: torch.Generator, low: int, high: int) -> int:
+def randint(generator: torch.Generator, low: int, high: int) -> int:
     """An integer in [low, high] (inclusive)."""
     return int(torch.randint(low, high + 1, (), generator=generator).item())
 
@@ -40,8 +41,8 @@ def _to_uint8(x: Tensor) -> Tensor:
 def temporal_crop(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Keep one contiguous segment with 50–80 % of the frames (a partial copy)."""
     t = frames.shape[0]
-    length = max(2, round(t * _uniform(generator, 0.5, 0.8)))
-    start = _randint(generator, 0, t - length)
+    length = max(2, round(t * uniform(generator, 0.5, 0.8)))
+    start = randint(generator, 0, t - length)
     return frames[start:start + length], {"start": start, "length": length}
 
 
@@ -60,8 +61,8 @@ def reverse(frames: Tensor, generator: torch.Generator, host: Tensor | None = No
 def pause(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Freeze one frame for a quarter to a half of the video's length."""
     t = frames.shape[0]
-    at = _randint(generator, 0, t - 1)
-    repeats = max(1, round(t * _uniform(generator, 0.25, 0.5)))
+    at = randint(generator, 0, t - 1)
+    repeats = max(1, round(t * uniform(generator, 0.25, 0.5)))
     index = torch.cat([torch.arange(at + 1), torch.full((repeats,), at), torch.arange(at + 1, t)])
     return frames[index], {"at": at, "repeats": repeats}
 
@@ -69,7 +70,7 @@ def pause(frames: Tensor, generator: torch.Generator, host: Tensor | None = None
 def frame_drop(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Drop a random 20–40 % of the frames (keeping order)."""
     t = frames.shape[0]
-    keep = max(2, t - round(t * _uniform(generator, 0.2, 0.4)))
+    keep = max(2, t - round(t * uniform(generator, 0.2, 0.4)))
     index = torch.randperm(t, generator=generator)[:keep].sort().values
     return frames[index], {"kept": keep}
 
@@ -80,7 +81,7 @@ def insert_into_distractor(frames: Tensor, generator: torch.Generator, host: Ten
     if host is None:
         raise ValueError("host must be a uint8 video [T, H, W, 3] to insert the copy into, got None")
     segment, params = temporal_crop(frames, generator)
-    at = _randint(generator, 0, host.shape[0])
+    at = randint(generator, 0, host.shape[0])
     out = torch.cat([host[:at], segment, host[at:]])
     return out, {**params, "at": at, "host_frames": int(host.shape[0])}
 
@@ -89,11 +90,11 @@ def insert_into_distractor(frames: Tensor, generator: torch.Generator, host: Ten
 def crop_resize(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Crop a box with 50–85 % of the area (random aspect near 1) and resize it back to the frame size."""
     h, w = frames.shape[1:3]
-    area = _uniform(generator, 0.5, 0.85)
-    ratio = _uniform(generator, 0.8, 1.25)
+    area = uniform(generator, 0.5, 0.85)
+    ratio = uniform(generator, 0.8, 1.25)
     ch = min(h, max(2, round(h * (area / ratio) ** 0.5)))
     cw = min(w, max(2, round(w * (area * ratio) ** 0.5)))
-    top, left = _randint(generator, 0, h - ch), _randint(generator, 0, w - cw)
+    top, left = randint(generator, 0, h - ch), randint(generator, 0, w - cw)
     x = _to_float(frames[:, top:top + ch, left:left + cw])
     x = F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False)
     return _to_uint8(x), {"top": top, "left": left, "height": ch, "width": cw}
@@ -107,8 +108,8 @@ def hflip(frames: Tensor, generator: torch.Generator, host: Tensor | None = None
 def color_change(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Change brightness, contrast, saturation and hue (kornia.enhance)."""
     import kornia.enhance as ke
-    p = {"brightness": _uniform(generator, -0.2, 0.2), "contrast": _uniform(generator, 0.6, 1.4),
-         "saturation": _uniform(generator, 0.3, 1.7), "hue": _uniform(generator, -0.4, 0.4)}
+    p = {"brightness": uniform(generator, -0.2, 0.2), "contrast": uniform(generator, 0.6, 1.4),
+         "saturation": uniform(generator, 0.3, 1.7), "hue": uniform(generator, -0.4, 0.4)}
     x = _to_float(frames)
     x = ke.adjust_brightness(x, p["brightness"])
     x = ke.adjust_contrast(x, p["contrast"])
@@ -120,7 +121,7 @@ def color_change(frames: Tensor, generator: torch.Generator, host: Tensor | None
 def blur(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Gaussian blur with sigma 1–2.5 pixels (kornia.filters)."""
     import kornia.filters as kf
-    sigma = _uniform(generator, 1.0, 2.5)
+    sigma = uniform(generator, 1.0, 2.5)
     k = 2 * int(3 * sigma) + 1
     x = kf.gaussian_blur2d(_to_float(frames), (k, k), (sigma, sigma), border_type="reflect")
     return _to_uint8(x), {"sigma": sigma}
@@ -156,14 +157,14 @@ WORDS = ("BREAKING", "LIVE", "REPLAY", "EXCLUSIVE", "HD", "NEWS", "2026", "WATCH
 def text_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Burn a caption (one or two words, random colour and opacity) into every frame."""
     t, h, w, _ = frames.shape
-    words = [WORDS[_randint(generator, 0, len(WORDS) - 1)] for _ in range(_randint(generator, 1, 2))]
+    words = [WORDS[randint(generator, 0, len(WORDS) - 1)] for _ in range(randint(generator, 1, 2))]
     text = " ".join(words)
-    font_px = max(8, round(h * _uniform(generator, 0.12, 0.22)))
+    font_px = max(8, round(h * uniform(generator, 0.12, 0.22)))
     mask = text_mask(text, font_px)[:h, :w]
     th, tw = mask.shape
-    top, left = _randint(generator, 0, h - th), _randint(generator, 0, w - tw)
+    top, left = randint(generator, 0, h - th), randint(generator, 0, w - tw)
     colour = torch.rand(3, generator=generator) * 255
-    opacity = _uniform(generator, 0.7, 1.0)
+    opacity = uniform(generator, 0.7, 1.0)
     out = _blend(frames, colour.expand(th, tw, 3), mask * opacity, top, left)
     return out, {"text": text, "font_px": font_px, "top": top, "left": left, "opacity": opacity}
 
@@ -178,11 +179,11 @@ def logo_rgba() -> Tensor:
 def logo_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
     """Paste scikit-image's logo (its own alpha channel) at 20–35 % of the frame height in a random place."""
     t, h, w, _ = frames.shape
-    side = max(4, round(h * _uniform(generator, 0.2, 0.35)))
+    side = max(4, round(h * uniform(generator, 0.2, 0.35)))
     logo = F.interpolate(logo_rgba().permute(2, 0, 1)[None], size=(side, side), mode="bilinear",
                          antialias=True, align_corners=False)[0].permute(1, 2, 0)
-    top, left = _randint(generator, 0, h - side), _randint(generator, 0, w - side)
-    opacity = _uniform(generator, 0.7, 1.0)
+    top, left = randint(generator, 0, h - side), randint(generator, 0, w - side)
+    opacity = uniform(generator, 0.7, 1.0)
     out = _blend(frames, logo[..., :3], logo[..., 3] / 255.0 * opacity, top, left)
     return out, {"size": side, "top": top, "left": left, "opacity": opacity}
 
@@ -193,11 +194,11 @@ def picture_in_picture(frames: Tensor, generator: torch.Generator, host: Tensor 
     if host is None:
         raise ValueError("host must be a uint8 video [T, H, W, 3] for picture-in-picture, got None")
     t, h, w, _ = frames.shape
-    scale = _uniform(generator, 0.4, 0.65)
+    scale = uniform(generator, 0.4, 0.65)
     ph, pw = max(2, round(h * scale)), max(2, round(w * scale))
     small = _to_uint8(F.interpolate(_to_float(frames), size=(ph, pw), mode="bilinear", antialias=True,
                                     align_corners=False))
-    top, left = _randint(generator, 0, h - ph), _randint(generator, 0, w - pw)
+    top, left = randint(generator, 0, h - ph), randint(generator, 0, w - pw)
     out = host[torch.arange(t) % host.shape[0]].clone()
     out[:, top:top + ph, left:left + pw] = small
     return out, {"scale": scale, "top": top, "left": left}
@@ -238,7 +239,7 @@ def h264_reencode(frames: Tensor, generator: torch.Generator, host: Tensor | Non
     import io
 
     import av
-    crf = _randint(generator, 30, 42)
+    crf = randint(generator, 30, 42)
     t, h, w, _ = frames.shape
     if h % 2 or w % 2:
         raise ValueError(f"frames must have even height and width for H.264 (yuv420p), got {h}x{w}")
