@@ -75,6 +75,16 @@ def test_metadata_records_transformations(bench):
             assert column.max() == LEVELS["CS"] and meta["scene"] == bench.info[meta["source"]]["scene"]
         else:
             assert meta["role"] == "distractor" and (column == 0).all()
+    codec = bench.edited_with("codec") & bench.relevance("DSVR").any(0)
+    assert codec.sum() == len(bench.queries) and all(bench.info[bench.database.ids[j]]["family"] == "codec"
+                                                   for j in codec.nonzero().flatten().tolist())
+    h264 = bench.edited_with("h264_reencode")
+    assert (h264 >= bench.edited_with("codec")).all() and (h264 & bench.edited_with("mixed")).any()
+    with pytest.raises(ValueError, match="name"):
+        bench.edited_with("rotation")
+    assert torch.equal(bench.video(bench.database.ids[2]), bench.database.videos[2])
+    with pytest.raises(ValueError, match="video_id"):
+        bench.video("nope")
     query_scenes = {bench.info[q]["scene"] for q in bench.queries.ids}
     distractor_scenes = {m["scene"] for m in bench.info.values() if m["role"] == "distractor"}
     assert not query_scenes & distractor_scenes

@@ -9,6 +9,8 @@ Benchmark (deterministic from a seed, cached under ``$HAPREF_DATA`` or ``~/.cach
     bench.relevance("DSVR") # bool [Q, N_db]: near-duplicates + partial copies; "CSVR" adds same-scene videos
     bench.levels            # int8 [Q, N_db]: 3 ND, 2 DS (partial copy), 1 CS (same scene), 0 distractor
     bench.info["q000_copy01"]  # role, scene, source query, edit family, transformations with parameters
+    bench.video("q000")     # frames of any video by id
+    bench.edited_with("codec")  # bool [N_db]: edit family or transformation, for per-family analysis
     bench.train[i]          # unlabeled clip uint8 [T_train, H, W, 3] (distractor scenes only, rendered on demand)
 
 Training views (S2VS weak/strong, one random transform per clip, batched on the clips' device)::

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -185,6 +186,24 @@ class CopyBenchmark:
             raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
         return self.levels >= TASKS[task]
 
+    def video(self, video_id: str) -> Tensor:
+        """Frames of a query or database video by id."""
+        for ds in (self.queries, self.database):
+            if video_id in ds.ids:
+                return ds.videos[ds.ids.index(video_id)]
+        raise ValueError(f"video_id {video_id!r} is neither a query nor a database video")
+
+    def edited_with(self, name: str) -> Tensor:
+        """Bool ``[N_db]``: database videos whose edit family is ``name`` or whose edits include transformation ``name``.
+
+        Combine with :meth:`relevance` for per-family analysis, e.g. ``relevance("DSVR") & edited_with("codec")``.
+        """
+        known = {*COPY_FAMILIES, *transforms.TRANSFORMS}
+        if name not in known:
+            raise ValueError(f"name must be an edit family or transformation, one of {sorted(known)}, got {name!r}")
+        return torch.tensor([self.info[v]["family"] == name or any(t["name"] == name for t in self.info[v]["transforms"])
+                             for v in self.database.ids], dtype=torch.bool)
+
     def fingerprint(self) -> str:
         """SHA-256 over every stored byte (frames, levels, metadata): equal fingerprints = identical benchmarks."""
         h = hashlib.sha256()
@@ -301,7 +320,7 @@ def build_copy_benchmark(profile: str = "quick", seed: int = 0, root: str | os.P
     if path.exists():
         try:
             return CopyBenchmark.load(path)
-        except (ValueError, RuntimeError, EOFError, KeyError):
+        except (ValueError, RuntimeError, EOFError, KeyError, pickle.UnpicklingError):
             path.unlink(missing_ok=True)  # unreadable or stale: regenerate
     bench = generate_copy_benchmark(config)
     atomic_torch_save(bench._payload(), path)
