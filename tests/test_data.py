@@ -319,6 +319,10 @@ def test_load_fivr_pickle_and_json(tmp_path):
     (tmp_path / "annotation.json").write_text(json.dumps(annotation))
     from_json = load_fivr(tmp_path / "annotation.json", "200k")
     assert from_json.queries == ["q1", "q2"] and set(from_json.database) == {"q1", "q2", "a", "b", "c", "d"}
+    hard = ann.without(["a"])
+    assert "a" not in hard.database and hard.relevance("DSVR").sum() == 2
+    as_sets = {**data, "5k": {"queries": {"q2", "q1"}, "database": set(data["5k"]["database"])}}
+    assert load_fivr(_pickle(tmp_path / "sets.pickle", as_sets)).database == sorted(data["5k"]["database"])
     restricted = ann.restrict(["q1", "a", "c"])
     assert restricted.queries == ["q1"] and restricted.relevance("CSVR").tolist() == [[False, True, True]]
     with pytest.raises(ValueError, match="task"):

@@ -65,11 +65,22 @@ class RetrievalAnnotations:
                     out[i, column[vid]] = True
         return out
 
+    def without(self, ids: Iterable[str]) -> RetrievalAnnotations:
+        """Drop ``ids`` from the database (FIVR's "hard" setting removes ``fivr_easy_duplicates.txt``)."""
+        drop = set(ids)
+        return RetrievalAnnotations(self.name, self.queries, [v for v in self.database if v not in drop],
+                                    self.labels, self.tasks, self.excluded)
+
     def restrict(self, available: Iterable[str]) -> RetrievalAnnotations:
         """Keep only videos in ``available`` (e.g. those whose features exist, FIVR-200K issue #2)."""
         keep = set(available)
         return RetrievalAnnotations(self.name, [q for q in self.queries if q in keep],
                                     [v for v in self.database if v in keep], self.labels, self.tasks, self.excluded)
+
+
+def _ordered(ids: Iterable[str]) -> list[str]:
+    """Lists keep their order; sets (whose order changes with Python's hash seed) are sorted."""
+    return list(ids) if isinstance(ids, (list, tuple)) else sorted(ids)
 
 
 def _read_pickle(path: str | os.PathLike) -> dict:
@@ -94,8 +105,8 @@ def load_fivr(path: str | os.PathLike, version: str = "5k", database_ids: Sequen
             {v for q in annotation.values() for ids in q.values() for v in ids} | set(queries))
     else:
         data = _read_pickle(path)
-        annotation, queries = data["annotation"], list(data[version]["queries"])
-        database = list(database_ids) if database_ids is not None else list(data[version]["database"])
+        annotation, queries = data["annotation"], _ordered(data[version]["queries"])
+        database = list(database_ids) if database_ids is not None else _ordered(data[version]["database"])
     labels = {q: {v: label for label, ids in annotation.get(q, {}).items() for v in ids} for q in queries}
     return RetrievalAnnotations(f"FIVR-{version.upper()}", queries, database, labels, dict(FIVR_TASKS))
 
@@ -107,7 +118,7 @@ def load_evve(path: str | os.PathLike) -> RetrievalAnnotations:
     for event, (query_set, positives, _null) in data["annotation"].items():
         for q in query_set:
             labels[q] = {v: event for v in positives}
-    return RetrievalAnnotations("EVVE", list(data["queries"]), list(data["database"]), labels,
+    return RetrievalAnnotations("EVVE", _ordered(data["queries"]), _ordered(data["database"]), labels,
                                 {"EVVE": frozenset(data["annotation"])})
 
 
@@ -149,10 +160,10 @@ def load_vcdb(path: str | os.PathLike, distractors: bool = True) -> RetrievalAnn
     data = _read_pickle(path)
     labels: dict[str, dict[str, str]] = {}
     if "positives" in data:
-        queries = list(data["queries"])
+        queries = _ordered(data["queries"])
         for q in queries:
             labels[q] = {v: "copy" for v in data["positives"].get(q, ())}
-        database = list(dict.fromkeys([*queries, *(data.get("dataset", []) if distractors else [])]))
+        database = list(dict.fromkeys([*queries, *(_ordered(data.get("dataset", [])) if distractors else [])]))
     else:
         index = list(data["index"])
         queries = index[:528]  # the core set (TCA's convention)
