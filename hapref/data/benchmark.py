@@ -127,8 +127,10 @@ def _edit(frames: Tensor, family: str, generator: torch.Generator, host_scenes: 
         order = torch.randperm(len(names), generator=generator)[:k].tolist()
         return [names[i] for i in order]
 
-    chosen = {"temporal": pick("temporal"), "spatial": pick("spatial", 2), "codec": ["h264_reencode"],
-              "mixed": pick("temporal") + pick("spatial") + ["h264_reencode"]}[family]
+    # Every family's pick is drawn, always in this order, so the random stream does not depend on `family`.
+    temporal, spatial, mixed = pick("temporal"), pick("spatial", 2), pick("temporal") + pick("spatial")
+    chosen = {"temporal": temporal, "spatial": spatial, "codec": ["h264_reencode"],
+              "mixed": [*mixed, "h264_reencode"]}[family]
     record = []
     for name in chosen:
         host = None
