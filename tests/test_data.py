@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from conftest import devices
 
 from hapref.data import (FAMILIES, LEVELS, PROFILES, ClipAugmenter, VideoDataset, build_copy_benchmark,
-                         collate_videos, generate_copy_benchmark, video_in_video)
+                         collate_videos, video_in_video)
 from hapref.data import benchmark as benchmark_module
 from hapref.data import cache, sources, transforms
 from hapref.data.augment import temporal_indices
@@ -353,7 +353,8 @@ def test_load_evve_svd_ccweb_vcdb(tmp_path):
 
     s2vs = loaders.load_vcdb(_pickle(tmp_path / "vcdb.pickle", {
         "queries": ["a", "b"], "positives": {"a": {"b"}, "b": {"a"}}, "dataset": ["x"]}))
-    assert s2vs.database == ["a", "b", "x"] and s2vs.relevance().tolist() == [[False, True, False], [True, False, False]]
+    assert s2vs.database == ["a", "b", "x"]
+    assert s2vs.relevance().tolist() == [[False, True, False], [True, False, False]]
     tca = loaders.load_vcdb(_pickle(tmp_path / "tca.pickle", {
         "video_pairs": [{"videos": ["a", "c"], "overlap": [[0, 1], [2, 3]]}], "index": ["a", "b", "c"], "negs": []}))
     assert tca.relevance().tolist() == [[False, False, True], [False, False, False], [True, False, False]]

@@ -127,7 +127,8 @@ def _tar(tmp_path, entries) -> str:
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
             else:
-                info.type, info.linkname = (tarfile.SYMTYPE, "/etc/passwd") if kind == "symlink" else (tarfile.LNKTYPE, "x")
+                link = (tarfile.SYMTYPE, "/etc/passwd") if kind == "symlink" else (tarfile.LNKTYPE, "x")
+                info.type, info.linkname = link
                 tar.addfile(info)
     return path
 

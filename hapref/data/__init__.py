@@ -44,8 +44,8 @@ from hapref.data.sources import decode_video
 from hapref.data.transforms import FAMILIES
 
 __all__ = [
-    "ClipAugmenter", "video_in_video", "COPY_FAMILIES", "FAMILIES", "FORMAT_VERSION", "LEVELS", "PROFILES", "TASKS", "BenchmarkConfig",
-    "CopyBenchmark", "TrainClips", "VideoDataset", "build_copy_benchmark", "collate_videos", "data_root",
-    "decode_video", "generate_copy_benchmark", "FramesDirectory", "HDF5Features", "RetrievalAnnotations",
-    "load_cc_web_video", "load_evve", "load_fivr", "load_svd", "load_vcdb",
+    "BenchmarkConfig", "build_copy_benchmark", "ClipAugmenter", "collate_videos", "COPY_FAMILIES", "CopyBenchmark",
+    "data_root", "decode_video", "FAMILIES", "FORMAT_VERSION", "FramesDirectory", "generate_copy_benchmark",
+    "HDF5Features", "LEVELS", "load_cc_web_video", "load_evve", "load_fivr", "load_svd", "load_vcdb", "PROFILES",
+    "RetrievalAnnotations", "TASKS", "TrainClips", "video_in_video", "VideoDataset",
 ]

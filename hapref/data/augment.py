@@ -88,7 +88,7 @@ def temporal_indices(length: int, window: int, strong: bool, generator: torch.Ge
 
 
 def _shuffle_dropout(length: int, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
-    """S2VS temporal shuffle-dropout: segments of 4–16 frames, shuffled (p 0.5); 30 % of them are removed or blanked."""
+    """S2VS temporal shuffle-dropout: segments of 4–16 frames, shuffled (p 0.5); 30 % are removed or blanked."""
     sizes = []
     while sum(sizes) < length:
         sizes.append(int(torch.randint(4, 17, (), generator=generator)))
@@ -281,9 +281,9 @@ class ClipAugmenter:
 
 def video_in_video(clips: Tensor, generator: torch.Generator | None = None, p: float = 0.3,
                    overlap: tuple[float, float] = (0.3, 0.7)) -> tuple[Tensor, Tensor]:
-    """S2VS Video-in-Video: with probability ``p`` clip i is shrunk into a box of area ``1 - λ`` (λ ~ U(overlap)) inside
-    another clip j of the batch; the result replaces slot i. Returns the clips and ``L [B, B]`` (identity plus
-    ``L[i, j] = λ``), from which S2VS builds its positive pairs. Same layout, dtype and device as the input."""
+    """S2VS Video-in-Video: with probability ``p`` clip i is shrunk into a box of area ``1 - λ`` (λ ~ U(overlap))
+    inside another clip j of the batch; the result replaces slot i. Returns the clips and ``L [B, B]`` (identity
+    plus ``L[i, j] = λ``), from which S2VS builds its positive pairs. Same layout, dtype and device as the input."""
     clips = _check_clips(clips)
     b, t, h, w, _ = clips.shape
     labels = torch.eye(b, device=clips.device)

@@ -24,7 +24,6 @@ import json
 import os
 import pickle
 from dataclasses import asdict, dataclass, replace
-from functools import cached_property
 from pathlib import Path
 
 import torch
@@ -59,7 +58,8 @@ class BenchmarkConfig:
 
     def __post_init__(self) -> None:
         if self.frame_size < 16 or self.frame_size % 2:
-            raise ValueError(f"frame_size must be an even integer >= 16 (H.264 needs even sizes), got {self.frame_size}")
+            raise ValueError(f"frame_size must be an even integer >= 16 (H.264 needs even sizes), "
+                             f"got {self.frame_size}")
         if self.num_frames < 4 or self.train_frames < 4:
             raise ValueError(f"num_frames and train_frames must be >= 4, got {self.num_frames}, {self.train_frames}")
         n_scenes = len(sources.PHOTO_NAMES) + len(sources.CLIP_NAMES)
@@ -210,15 +210,16 @@ class CopyBenchmark:
         raise ValueError(f"video_id {video_id!r} is neither a query nor a database video")
 
     def edited_with(self, name: str) -> Tensor:
-        """Bool ``[N_db]``: database videos whose edit family is ``name`` or whose edits include transformation ``name``.
+        """Bool ``[N_db]``: database videos edited by family ``name`` or by transformation ``name``.
 
         Combine with :meth:`relevance` for per-family analysis, e.g. ``relevance("DSVR") & edited_with("codec")``.
         """
         known = {*COPY_FAMILIES, *transforms.TRANSFORMS}
         if name not in known:
             raise ValueError(f"name must be an edit family or transformation, one of {sorted(known)}, got {name!r}")
-        return torch.tensor([self.info[v]["family"] == name or any(t["name"] == name for t in self.info[v]["transforms"])
-                             for v in self.database.ids], dtype=torch.bool)
+        hit = [self.info[v]["family"] == name or any(t["name"] == name for t in self.info[v]["transforms"])
+               for v in self.database.ids]
+        return torch.tensor(hit, dtype=torch.bool)
 
     def fingerprint(self) -> str:
         """SHA-256 over every stored byte (frames, levels, metadata): equal fingerprints = identical benchmarks."""
@@ -318,7 +319,10 @@ def _library_versions() -> dict[str, str]:
 
 
 def benchmark_path(config: BenchmarkConfig, root: str | os.PathLike | None = None) -> Path:
-    """Cache file for ``config``: ``<data root>/copy_benchmark/<hash of config, format version, library versions>.pt``."""
+    """Cache file for ``config``: ``<data root>/copy_benchmark/copy_benchmark-<key>.pt``.
+
+    The key hashes the config, :data:`FORMAT_VERSION` and the versions of torch, kornia and PyAV.
+    """
     key = config_key({**asdict(config), "libraries": _library_versions()})
     return data_root(root) / "copy_benchmark" / f"copy_benchmark-{key}.pt"
 

@@ -29,7 +29,7 @@ def config_key(config: dict[str, Any], version: int = FORMAT_VERSION) -> str:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``: readers never see half a file."""
+    """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace`` (never half a file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -17,7 +17,8 @@ class VideoDataset(Dataset):
             raise ValueError(f"ids and videos must have the same length, got {len(ids)} and {len(videos)}")
         for vid, frames in zip(ids, videos):
             if frames.dtype != torch.uint8 or frames.ndim != 4 or frames.shape[-1] != 3:
-                raise ValueError(f"videos[{vid!r}] must be uint8 [T, H, W, 3], got {frames.dtype} {tuple(frames.shape)}")
+                raise ValueError(f"videos[{vid!r}] must be uint8 [T, H, W, 3], "
+                                 f"got {frames.dtype} {tuple(frames.shape)}")
         self.ids = list(ids)
         self.videos = list(videos)
 

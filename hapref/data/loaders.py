@@ -123,7 +123,7 @@ def load_evve(path: str | os.PathLike) -> RetrievalAnnotations:
 
 
 def load_svd(path: str | os.PathLike, unlabeled: str | os.PathLike | None = None) -> RetrievalAnnotations:
-    """SVD: ``test_groundtruth`` lines ``qid.mp4 cid.mp4 label``; unlabeled distractor ids (one a line) join the database."""
+    """SVD: ``test_groundtruth`` lines ``qid.mp4 cid.mp4 label``; ``unlabeled`` ids (one a line) join the database."""
     labels: dict[str, dict[str, str]] = {}
     database: dict[str, None] = {}
     for line in Path(path).read_text().splitlines():
@@ -141,7 +141,7 @@ def load_svd(path: str | os.PathLike, unlabeled: str | os.PathLike | None = None
 
 
 def load_cc_web_video(path: str | os.PathLike) -> RetrievalAnnotations:
-    """CC_WEB_VIDEO: ``index {"set/basename": int}``, ``queries``, ``ground_truth`` (list of ``{int: label}``), ``excluded``."""
+    """CC_WEB_VIDEO: ``index {"set/basename": int}``, ``queries``, ``ground_truth [{int: label}]``, ``excluded``."""
     data = _read_pickle(path)
     name_of = {i: vid for vid, i in data["index"].items()}
     queries = list(data["queries"])
@@ -153,7 +153,7 @@ def load_cc_web_video(path: str | os.PathLike) -> RetrievalAnnotations:
 
 
 def load_vcdb(path: str | os.PathLike, distractors: bool = True) -> RetrievalAnnotations:
-    """VCDB: S2VS layout (``queries``, ``positives {q: set}``, ``dataset``) or TCA's (``video_pairs``, ``index``, ``negs``).
+    """VCDB: S2VS layout (``queries``, ``positives {q: set}``, ``dataset``) or TCA's (``video_pairs``, ``index``).
 
     Without ``distractors`` the database is the core set only (S2VS's ``VCDB``; with them ``VCDB-DIST``).
     """

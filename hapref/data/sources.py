@@ -131,7 +131,10 @@ def photo_canvas(name: str, size: int, min_view: float) -> Tensor:
 
 @dataclass(frozen=True)
 class CameraPath:
-    """A straight camera move over a photo: centre (x, y in [-1, 1]), view size (fraction of the shorter side), angle (rad)."""
+    """A straight camera move over a photo.
+
+    States are (centre x, centre y in [-1, 1], view size as a fraction of the shorter side, angle in radians).
+    """
 
     start: tuple[float, float, float, float]
     end: tuple[float, float, float, float]
@@ -152,7 +155,8 @@ class CameraPath:
     def thetas(self, num_frames: int, aspect: float) -> Tensor:
         """Affine matrices ``[T, 2, 3]`` for ``F.affine_grid`` (``aspect`` = photo width / height)."""
         t = torch.linspace(0, 1, num_frames, dtype=torch.float64)[:, None]
-        state = (1 - t) * torch.tensor(self.start, dtype=torch.float64) + t * torch.tensor(self.end, dtype=torch.float64)
+        start, end = torch.tensor(self.start, dtype=torch.float64), torch.tensor(self.end, dtype=torch.float64)
+        state = (1 - t) * start + t * end
         cx, cy, view, angle = state.unbind(1)
         # A square view of side `view` (in half-shorter-sides) rotated by `angle`, in each axis' normalised units.
         kx, ky = min(1.0, 1.0 / aspect), min(1.0, aspect)
