@@ -104,6 +104,14 @@ def test_complete_part_file_is_finished_without_refetching(server, tmp_path):
     assert dest.read_bytes() == PAYLOAD and server.ranges == []
 
 
+def test_source_without_range_support_restarts_the_part(tmp_path):
+    source = tmp_path / "remote.bin"
+    source.write_bytes(PAYLOAD)
+    (tmp_path / "file.bin.part").write_bytes(b"stale bytes from another attempt")
+    dest = download(source.as_uri(), tmp_path / "file.bin", sha256=SHA, progress=False)  # file:// ignores Range
+    assert dest.read_bytes() == PAYLOAD
+
+
 def test_first_download_checksum_is_recorded_then_enforced(tmp_path):
     source = tmp_path / "remote.bin"
     source.write_bytes(PAYLOAD)
