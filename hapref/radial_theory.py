@@ -17,6 +17,7 @@ __all__ = [
     "ORDER_RELATIONS",
     "order_relations",
     "sample_radial_zero_quadlets",
+    "violation_rates",
     "worst_case_quadlet",
     "quadlet_gradients",
     "radial_negative_gradient",
@@ -57,6 +58,20 @@ def sample_radial_zero_quadlets(count: int, dim: int, c: float, direction: str =
     unit = unit / unit.norm(dim=-1, keepdim=True)
     n = centroid + c * radius[:, None] * unit
     return q, p, i, n
+
+
+def violation_rates(cs: list[float], dim: int, direction: str = "random", count: int = 10000,
+                    seed: int = 0) -> dict[str, list[float]]:
+    """For each c in ``cs``: the fraction of boundary quadlets (``L_radial = 0``) violating each ordering of Eq. 1-2.
+
+    The same q, p, i and directions are reused for every c (common random numbers), so curves are smooth.
+    """
+    out: dict[str, list[float]] = {name: [] for name in ORDER_RELATIONS}
+    for c in cs:
+        quadlet = sample_radial_zero_quadlets(count, dim, c, direction, torch.Generator().manual_seed(seed))
+        for name, holds in order_relations(*quadlet).items():
+            out[name].append(float((~holds).double().mean()))
+    return out
 
 
 def worst_case_quadlet(c: float, dtype: torch.dtype = torch.float64) -> tuple[Tensor, Tensor, Tensor, Tensor]:

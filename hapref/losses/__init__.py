@@ -45,3 +45,8 @@ __all__ = [
     "Triplet",
     "WEIGHT_PRESETS",
 ]
+
+# Radial seed 002: order-preserving losses on quadlets.
+from hapref.losses.radial import Quadruplet1Loss, Quadruplet2Loss, QuadletLoss, RadialLoss, TripletLoss  # noqa: E402
+
+__all__ += ["QuadletLoss", "Quadruplet1Loss", "Quadruplet2Loss", "RadialLoss", "TripletLoss"]

@@ -10,3 +10,6 @@ from hapref.models.hapvr import (
     frame_ranking_loss,
     video_ranking_loss,
 )
+
+# Radial: the quadlet CNN+LSTM network
+from hapref.models.radial import QuadletVideoNet  # noqa: E402

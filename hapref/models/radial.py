@@ -1,0 +1,86 @@
+"""The quadlet network of the Radial paper: per-frame CNN, a fully connected layer, an LSTM, L2 normalisation.
+
+Radial seed 002, Fig. 1(i): every clip of a quadlet goes through the same weights ("four identical
+branches"), so one module that embeds a batch of variable-length clips is all the network is.
+The CNN is any frozen frame backbone (default: EfficientNet-Lite0 with real ImageNet weights from
+:mod:`hapref.features`); since it is frozen, its per-frame features can be computed once and fed to
+:meth:`QuadletVideoNet.embed_features`, which is what training does.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
+
+from hapref.validation import check_float_tensor
+
+__all__ = ["QuadletVideoNet", "frame_features", "pad_features"]
+
+
+def frame_features(backbone: nn.Module, frames: Tensor, chunk: int = 64) -> Tensor:
+    """Per-frame vectors ``[T, F]`` from a backbone, ``chunk`` frames at a time, without gradients.
+
+    Backbones of :mod:`hapref.features` are used through their ``embed`` (global-average-pooled
+    last stage); any other module must map frames to ``[T, F]`` itself.
+    """
+    embed = backbone.embed if hasattr(backbone, "embed") else backbone
+    with torch.no_grad():
+        return torch.cat([embed(frames[s:s + chunk]) for s in range(0, frames.shape[0], chunk)])
+
+
+def pad_features(sequences: list[Tensor]) -> tuple[Tensor, Tensor]:
+    """Right-pad ``[T_k, F]`` sequences to ``[B, T_max, F]``; also return the lengths ``[B]``."""
+    if not sequences:
+        raise ValueError("sequences must hold at least one [T, F] tensor")
+    lengths = torch.tensor([s.shape[0] for s in sequences])
+    if (lengths < 1).any():
+        raise ValueError("every sequence in sequences needs at least one frame")
+    return pad_sequence(sequences, batch_first=True), lengths
+
+
+class QuadletVideoNet(nn.Module):
+    """CNN -> FC -> LSTM -> L2-normalised embedding for clips of any length (Radial Fig. 1(i)).
+
+    Args:
+        feature_dim: size of the per-frame CNN vector (e.g. 320 for EfficientNet-Lite0's last stage).
+        fc_dim: width of the fully connected layer on each frame (512 in the paper).
+        hidden_dim: LSTM state size = embedding size.
+        backbone: optional frozen frame CNN; only needed to embed raw frames with :meth:`forward`.
+    """
+
+    def __init__(self, feature_dim: int, fc_dim: int = 512, hidden_dim: int = 128,
+                 backbone: nn.Module | None = None) -> None:
+        super().__init__()
+        if feature_dim < 1 or fc_dim < 1 or hidden_dim < 1:
+            raise ValueError(f"feature_dim, fc_dim and hidden_dim must be positive, got {feature_dim}, {fc_dim}, {hidden_dim}")
+        self.feature_dim = feature_dim
+        self.backbone = backbone
+        self.fc = nn.Sequential(nn.Linear(feature_dim, fc_dim), nn.ReLU())
+        self.lstm = nn.LSTM(fc_dim, hidden_dim, batch_first=True)
+        nn.init.xavier_uniform_(self.fc[0].weight)  # the paper's "Xavier weight filler"
+        nn.init.zeros_(self.fc[0].bias)
+
+    def embed_features(self, features: Tensor, lengths: Tensor) -> Tensor:
+        """Unit-norm embeddings ``[B, hidden_dim]`` from padded frame features ``[B, T, F]`` and lengths ``[B]``.
+
+        Padding never reaches the LSTM (packed sequences): the embedding is the state after each
+        clip's own last frame.
+        """
+        check_float_tensor(features, "features", ndim=3)
+        if features.shape[-1] != self.feature_dim:
+            raise ValueError(f"features must have shape [B, T, {self.feature_dim}], got {tuple(features.shape)}")
+        if lengths.shape != features.shape[:1] or (lengths < 1).any() or (lengths > features.shape[1]).any():
+            raise ValueError(f"lengths must be [B] = [{features.shape[0]}] with values in [1, {features.shape[1]}]")
+        packed = pack_padded_sequence(self.fc(features), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        _, (hidden, _) = self.lstm(packed)
+        return F.normalize(hidden[-1], dim=-1)
+
+    def forward(self, clips: list[Tensor]) -> Tensor:
+        """Embed raw clips (each uint8 ``[T, H, W, 3]`` or whatever the backbone takes) through the backbone."""
+        if self.backbone is None:
+            raise ValueError("this QuadletVideoNet has no backbone; pass backbone= or use embed_features()")
+        device = next(self.parameters()).device
+        features, lengths = pad_features([frame_features(self.backbone, clip).to(device) for clip in clips])
+        return self.embed_features(features, lengths)

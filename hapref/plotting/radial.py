@@ -1,0 +1,125 @@
+"""Figures of the Radial chapter: loss gradients on a quadlet, Theorem 3.1's geometry, violation sweeps,
+the sliding-window distance curve of the detection task."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.axes import Axes
+from matplotlib.patches import Circle
+
+from hapref.data.highlights import HighlightVideo
+from hapref.losses.radial import QuadletLoss, RadialLoss, radial_centroid_and_radius
+from hapref.radial_theory import ORDER_RELATIONS, order_relations
+
+__all__ = ["ROLE_COLORS", "plot_quadlet_gradients", "plot_theorem_geometry", "plot_violation_sweep",
+           "plot_distance_curve"]
+
+ROLE_COLORS = {"q": "#1565c0", "p": "#2e7d32", "i": "#f9a825", "n": "#c62828"}
+
+
+def _points(points: Mapping[str, Sequence[float]]) -> list[torch.Tensor]:
+    return [torch.tensor([points[k]], dtype=torch.float64, requires_grad=True) for k in "qpin"]
+
+
+def _scatter(ax: Axes, tensors: Sequence[torch.Tensor]) -> None:
+    for name, t in zip("qpin", tensors):
+        x, y = t.detach()[0].tolist()
+        ax.scatter([x], [y], s=90, color=ROLE_COLORS[name], zorder=3)
+        ax.annotate(f"f({name})", (x, y), xytext=(6, 6), textcoords="offset points", fontsize=11)
+
+
+def plot_quadlet_gradients(points: Mapping[str, Sequence[float]], axes: Sequence[Axes] | None = None,
+                           c: float = 3.0) -> Sequence[Axes]:
+    """Radial Fig. 1(ii)(a) style: where gradient descent moves each embedding under the Quadlet loss
+    (left) and the Radial loss (right); arrows are ``-grad`` from autograd, the circles show ``R`` and ``cR``."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(10, 4.6))
+    for ax, (title, loss) in zip(axes, (("Quadlet loss (Eq. 6)", QuadletLoss()),
+                                        (f"Radial loss (Eq. 8 + 12), c = {c:g}", RadialLoss(c=c)))):
+        tensors = _points(points)
+        loss(*tensors).backward()
+        _scatter(ax, tensors)
+        for name, t in zip("qpin", tensors):
+            (x, y), (gx, gy) = t.detach()[0].tolist(), (-t.grad[0]).tolist()
+            if gx or gy:
+                ax.annotate("", xy=(x + 0.25 * gx, y + 0.25 * gy), xytext=(x, y),
+                            arrowprops=dict(arrowstyle="->", color=ROLE_COLORS[name], lw=2))
+        if isinstance(loss, RadialLoss):
+            centroid, radius = radial_centroid_and_radius(*(t.detach() for t in tensors[:3]))
+            cx, cy = centroid[0].tolist()
+            ax.add_patch(Circle((cx, cy), radius.item(), fill=False, ls="--", color="grey"))
+            ax.add_patch(Circle((cx, cy), c * radius.item(), fill=False, ls=":", color="grey"))
+            ax.scatter([cx], [cy], marker="x", color="black")
+            ax.annotate("$X_G$", (cx, cy), xytext=(6, -12), textcoords="offset points")
+        ax.set_title(title)
+        ax.set_aspect("equal")
+        ax.autoscale_view()
+        ax.grid(alpha=0.3)
+    return axes
+
+
+def plot_theorem_geometry(c: float = 3.0, ax: Axes | None = None) -> Axes:
+    """Theorem 3.1's construction on the worst case: the ball of radius R around ``X_G``, the radial
+    projection ``n_perp`` of f(n) onto its sphere, and the orderings of Eq. 2 at this ``c``."""
+    from hapref.radial_theory import worst_case_quadlet
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4.2))
+    q, p, i, n = worst_case_quadlet(c)
+    _scatter(ax, (q, p, i, n))
+    centroid, radius = radial_centroid_and_radius(q, p, i)
+    cx, cy = centroid[0].tolist()
+    r = radius.item()
+    ax.add_patch(Circle((cx, cy), r, fill=False, ls="--", color="grey"))
+    ax.add_patch(Circle((cx, cy), c * r, fill=False, ls=":", color="grey"))
+    n_perp = centroid + r * (n - centroid) / (n - centroid).norm()
+    ax.scatter(*n_perp[0].tolist(), marker="s", color="black", zorder=3)
+    ax.annotate(r"$n_\perp$", n_perp[0].tolist(), xytext=(-4, -16), textcoords="offset points")
+    holds = order_relations(q, p, i, n)["d(p,i)<d(p,n)"].item()
+    d_pi, d_pn = (p - i).norm().item(), (p - n).norm().item()
+    ax.set_title(f"c = {c:.2f}: |p-i| = {d_pi:.2f}, |p-n| = {d_pn:.2f} -> Eq. 2 {'holds' if holds else 'fails'}")
+    ax.set_aspect("equal")
+    ax.set_xlim(-1.5, 3.6)
+    ax.set_ylim(-1.6, 1.6)
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_violation_sweep(cs: Sequence[float], rates: Mapping[str, Mapping[str, Sequence[float]]],
+                         ax: Axes | None = None) -> Axes:
+    """Violation rate of each ordering of Eq. 1-2 against c; ``rates[setting][relation]`` is one curve."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    styles = dict(zip(ORDER_RELATIONS, ("-", "--", "-.", ":")))
+    for k, (setting, curves) in enumerate(rates.items()):
+        for relation, values in curves.items():
+            ax.plot(cs, values, styles[relation], color=f"C{k}", label=f"{setting}: {relation}")
+    ax.axvline(3.0, color="black", lw=1)
+    ax.set_xlabel("c")
+    ax.set_ylabel("fraction of quadlets violating")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_distance_curve(curve: torch.Tensor, video: HighlightVideo, detected_cuts: Sequence[int], window: int,
+                        ax: Axes | None = None) -> Axes:
+    """Radial Fig. 3: ``||f_1 - f_n||`` per window, true cuts (grey), detected cuts (red dots) and critical events (shaded)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 3.2))
+    ax.plot(torch.arange(len(curve)).tolist(), curve.tolist(), lw=1.2, color="C0")
+    for cut in video.cuts:
+        ax.axvline(cut - window + 1, color="grey", lw=0.8, ls="--")
+    for cut in detected_cuts:
+        w = cut - window + 1
+        if 0 <= w < len(curve):
+            ax.scatter([w], [curve[w].item()], color="red", zorder=3, s=18)
+    for (start, end), critical in zip(video.clips, video.critical):
+        if critical:
+            ax.axvspan(end - window - 8, end - window, color="#f9a825", alpha=0.3)
+    ax.set_xlabel("window id (first frame)")
+    ax.set_ylabel(r"$\|f_1 - f_n\|_2$")
+    return ax

@@ -1,0 +1,155 @@
+"""Radial pipeline: train the quadlet CNN+LSTM on the fine-grained video set with one of six losses.
+
+``python -m hapref.train radial --loss radial --profile quick``. The frame CNN is frozen (Radial
+Fig. 1(i) with a pretrained backbone), so its per-frame features are computed once per profile and
+cached; only the FC + LSTM head trains. Evaluation follows the paper's protocol (Radial
+"Experimental settings"): QP and TP on fixed quadlets from the test split (each quadlet gives the
+triplets (q,p,n) and (q,i,n)), NDCG with gains 2 / 1 / 0 and class-level MAP for test queries
+against the train split.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from hapref.data.finegrained import (make_finegrained_videos, relevance_gains, sample_quadlets,
+                                     sample_quadruplets, sample_triplets)
+from hapref.features import load_backbone
+from hapref.losses.radial import (Quadruplet1Loss, Quadruplet2Loss, QuadletLoss, RadialLoss, TripletLoss,
+                                  squared_distance)
+from hapref.metrics import mean_average_precision, ndcg, quadlet_precision, triplet_precision
+from hapref.models.radial import QuadletVideoNet, frame_features, pad_features
+from hapref.train.loop import TrainConfig
+
+__all__ = ["LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "make_loss", "finegrained_features",
+           "order_metrics", "summary_line"]
+
+LOSSES = ("triplet", "quadruplet1", "quadruplet2a", "quadruplet2b", "quadlet", "radial")
+
+#: Run sizes: data set, frame CNN, optimisation. "quick" is the book's CPU setting.
+PROFILES: dict[str, dict] = {
+    "smoke": dict(data=dict(num_classes=2, subclasses_per_class=2, train_per_subclass=3, test_per_subclass=2,
+                            frames=(4, 6), size=48),
+                  backbone=dict(name="small-cnn", image_size=48), steps=10, batch=8, eval_quadlets=200, lr=1e-3,
+                  fc_dim=64, hidden_dim=32),
+    "quick": dict(data=dict(num_classes=4, subclasses_per_class=3, train_per_subclass=5, test_per_subclass=3,
+                            frames=(6, 10), size=64),
+                  backbone=dict(name="efficientnet-lite0", image_size=64), steps=40, batch=16,
+                  eval_quadlets=3000, lr=3e-3, fc_dim=128, hidden_dim=64),
+    "full": dict(data=dict(num_classes=6, subclasses_per_class=4, train_per_subclass=10, test_per_subclass=5,
+                           frames=(20, 40), size=160),
+                 backbone=dict(name="efficientnet-lite0", image_size=224), steps=2000, batch=64,
+                 eval_quadlets=15000, lr=1e-3, fc_dim=512, hidden_dim=128),
+}
+
+
+@dataclass
+class FeatureSplit:
+    """Padded frozen frame features ``[N, T, F]``, lengths ``[N]`` and labels of one split."""
+
+    features: Tensor
+    lengths: Tensor
+    classes: Tensor
+    subclasses: Tensor
+
+
+@functools.lru_cache(maxsize=4)
+def finegrained_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, FeatureSplit]:
+    """Frame features of the (train, test) fine-grained videos of ``profile``, computed once and cached."""
+    settings = _profile(profile)
+    backbone = load_backbone(**settings["backbone"])
+    splits = []
+    for videos in make_finegrained_videos(seed=data_seed, **settings["data"]):
+        features, lengths = pad_features([frame_features(backbone, v) for v in videos.videos])
+        splits.append(FeatureSplit(features, lengths, videos.classes, videos.subclasses))
+    return splits[0], splits[1]
+
+
+def _profile(profile: str) -> dict:
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
+    return PROFILES[profile]
+
+
+def make_loss(loss: str) -> nn.Module:
+    """The loss module for a name of :data:`LOSSES`, with the paper's margins (Radial "Experimental settings")."""
+    modules = {"triplet": lambda: TripletLoss(margin=0.7), "quadruplet1": lambda: Quadruplet1Loss(margin=0.5),
+               "quadruplet2a": lambda: Quadruplet2Loss(1.0, 0.5), "quadruplet2b": lambda: Quadruplet2Loss(1.0, 0.5),
+               "quadlet": lambda: QuadletLoss(0.7, 0.3, 0.5), "radial": lambda: RadialLoss(c=3.0, margin=0.3)}
+    if loss not in modules:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    return modules[loss]()
+
+
+def _sample(loss: str, split: FeatureSplit, count: int, generator: torch.Generator) -> Tensor:
+    if loss == "triplet":
+        return sample_triplets(split.classes, split.subclasses, count, generator)
+    if loss.startswith("quadruplet2"):
+        return sample_quadruplets(split.classes, split.subclasses, count, generator, negatives=loss[-1])
+    return sample_quadlets(split.classes, split.subclasses, count, generator)
+
+
+def order_metrics(train_emb: Tensor, test_emb: Tensor, train: FeatureSplit, test: FeatureSplit,
+                  quadlets: Tensor) -> dict[str, float]:
+    """QP, TP (on test ``quadlets`` [Q, 4]), NDCG and MAP (test queries vs the train split) of embeddings."""
+    q, p, i, n = (test_emb[quadlets[:, k]] for k in range(4))
+    s_qp, s_qi, s_qn = -squared_distance(q, p), -squared_distance(q, i), -squared_distance(q, n)
+    scores = test_emb @ train_emb.T  # unit vectors: ranking by cosine = ranking by distance
+    gains = relevance_gains(test.classes, test.subclasses, train.classes, train.subclasses).to(scores.device)
+    return {"QP": float(quadlet_precision(s_qp, s_qi, s_qn)),
+            "TP": float(triplet_precision(torch.cat([s_qp, s_qi]), torch.cat([s_qn, s_qn]))),
+            "NDCG": float(ndcg(scores, gains)),
+            "MAP": float(mean_average_precision(scores, gains > 0))}
+
+
+class RadialTask:
+    """The :class:`hapref.train.loop.Task` of the Radial pipeline (one loss, one seed)."""
+
+    def __init__(self, profile: str, loss: str, seed: int = 0) -> None:
+        self.settings = _profile(profile)
+        self.loss_name, self.seed = loss, seed
+        self.criterion = make_loss(loss)
+        self.train_split, self.test_split = finegrained_features(profile)
+        self.eval_quadlets = sample_quadlets(self.test_split.classes, self.test_split.subclasses,
+                                             self.settings["eval_quadlets"], torch.Generator().manual_seed(12345))
+
+    def build_model(self) -> nn.Module:
+        return QuadletVideoNet(self.train_split.features.shape[-1], fc_dim=self.settings["fc_dim"],
+                               hidden_dim=self.settings["hidden_dim"])
+
+    def batch(self, step: int, device: torch.device) -> tuple[Tensor, Tensor, int]:
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
+        index = _sample(self.loss_name, self.train_split, self.settings["batch"], generator)
+        rows = index.T.reshape(-1)  # all q's, then all p's, ...
+        return (self.train_split.features[rows].to(device), self.train_split.lengths[rows], index.shape[1])
+
+    def loss(self, model: nn.Module, batch: tuple[Tensor, Tensor, int]) -> dict[str, Tensor]:
+        features, lengths, arity = batch
+        members = model.embed_features(features, lengths).view(arity, -1, model.lstm.hidden_size).unbind(0)
+        return {"loss": self.criterion(*members)}
+
+    def embed(self, model: nn.Module, split: FeatureSplit) -> Tensor:
+        device = next(model.parameters()).device
+        return model.embed_features(split.features.to(device), split.lengths).float()
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        return order_metrics(self.embed(model, self.train_split), self.embed(model, self.test_split),
+                             self.train_split, self.test_split, self.eval_quadlets)
+
+
+def build(profile: str, loss: str, seed: int) -> tuple[RadialTask, TrainConfig]:
+    """The task and optimisation settings of one run (registry contract of :mod:`hapref.train`)."""
+    task = RadialTask(profile, loss, seed)
+    settings = task.settings
+    return task, TrainConfig(steps=settings["steps"], lr=settings["lr"], weight_decay=1e-4,
+                             warmup_steps=settings["steps"] // 10, seed=seed)
+
+
+def summary_line(metrics: dict[str, float]) -> str:
+    """``eval: QP=.. TP=.. NDCG=.. MAP=..`` (QP and TP in %, as the paper prints them)."""
+    return (f"eval: QP={100 * metrics['QP']:.2f} TP={100 * metrics['TP']:.2f} "
+            f"NDCG={metrics['NDCG']:.4f} MAP={metrics['MAP']:.4f}")
