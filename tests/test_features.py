@@ -28,6 +28,11 @@ def test_backbone_shapes_inputs_and_frozen() -> None:
     # uint8 [T,H,W,3] and float [T,3,H,W] in [0,1] are the same input
     torch.testing.assert_close(net(frames.permute(0, 3, 1, 2).float() / 255)[-1], maps[-1])
     assert net.embed(frames).shape == (2, 320)
+    # the frozen backbone folds batch norms into convolutions: same function as the plain network
+    plain = load_backbone("efficientnet-lite0", image_size=128, frozen=False).eval()
+    with torch.no_grad():
+        for fused, reference in zip(maps, plain(frames)):
+            torch.testing.assert_close(fused, reference, atol=1e-3, rtol=1e-4)
     net.train()
     assert not net.training and not any(p.requires_grad for p in net.parameters())
     small = load_backbone("small-cnn")

@@ -10,11 +10,11 @@ from hapref.features.backbones import (
     to_float_frames,
 )
 from hapref.features.extractor import FeatureExtractor, atomic_save
-from hapref.features.pooling import POOLINGS, pool_layers, regional_max_pool
+from hapref.features.pooling import POOLINGS, pool_layers, region_windows, regional_max_pool
 from hapref.features.whitening import PCAWhitening
 
 __all__ = [
     "BACKBONES", "POOLINGS", "Backbone", "EfficientNetLite0Backbone", "FeatureExtractor", "PCAWhitening",
-    "ResNet50Backbone", "SmallCNN", "atomic_save", "load_backbone", "pool_layers", "regional_max_pool",
-    "to_float_frames",
+    "ResNet50Backbone", "SmallCNN", "atomic_save", "load_backbone", "pool_layers", "region_windows",
+    "regional_max_pool", "to_float_frames",
 ]

@@ -17,13 +17,13 @@ from torch import Tensor
 POOLINGS = ("l3imac", "imac", "l3irmac")
 
 
-def _windows(size: int, grid: int) -> list[tuple[int, int]]:
+def region_windows(size: int, grid: int) -> list[tuple[int, int]]:
     """``grid`` overlapping windows of length ceil(2·size/(grid+1)) spread evenly over ``size``."""
     length = max(1, math.ceil(2 * size / (grid + 1)))
     if grid == 1:
         return [(0, size)]
-    return [(math.floor(i * (size - length) / (grid - 1)), math.floor(i * (size - length) / (grid - 1)) + length)
-            for i in range(grid)]
+    starts = [math.floor(i * (size - length) / (grid - 1)) for i in range(grid)]
+    return [(start, start + length) for start in starts]
 
 
 def regional_max_pool(fmap: Tensor, grid: int = 3) -> Tensor:
@@ -34,8 +34,8 @@ def regional_max_pool(fmap: Tensor, grid: int = 3) -> Tensor:
     """
     if fmap.ndim != 4:
         raise ValueError(f"fmap must have shape [T, C, H, W], got {tuple(fmap.shape)}")
-    regions = [fmap[:, :, r0:r1, c0:c1].amax(dim=(-2, -1))
-               for r0, r1 in _windows(fmap.shape[-2], grid) for c0, c1 in _windows(fmap.shape[-1], grid)]
+    rows, cols = region_windows(fmap.shape[-2], grid), region_windows(fmap.shape[-1], grid)
+    regions = [fmap[:, :, r0:r1, c0:c1].amax(dim=(-2, -1)) for r0, r1 in rows for c0, c1 in cols]
     return torch.stack(regions, dim=1)
 
 

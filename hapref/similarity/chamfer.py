@@ -52,6 +52,11 @@ def topk_chamfer(sim: Tensor, k: float = 0.0, mask: Tensor | None = None) -> Ten
     mask = _check(sim, mask)
     if not 0.0 <= k <= 1.0:
         raise ValueError(f"k must be a rate in [0, 1], got {k}")
+    return reduce_topk_chamfer(sim, k, mask)
+
+
+def reduce_topk_chamfer(sim: Tensor, k: float, mask: Tensor | None = None) -> Tensor:
+    """:func:`topk_chamfer` without input checks, for hot paths that built ``sim`` and ``mask`` themselves."""
     if mask is None:
         top = max(1, round(k * sim.shape[-1]))
         rows = sim.amax(dim=-1) if top == 1 else sim.topk(top, dim=-1).values.mean(dim=-1)

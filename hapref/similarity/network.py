@@ -11,12 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from hapref.similarity.chamfer import (
-    chamfer_similarity,
-    pair_mask,
-    symmetric_chamfer,
-    topk_chamfer,
-)
+from hapref.similarity.chamfer import pair_mask, reduce_topk_chamfer
 from hapref.similarity.comparator import VideoComparator, similarity_regularization, squash
 from hapref.validation import check_float_tensor
 
@@ -49,9 +44,14 @@ def frame_to_frame(x: Tensor, y: Tensor, spatial_k: float = 0.0, x_mask: Tensor 
     x, y = _as_regions(x, "x"), _as_regions(y, "y")
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"x and y must share the descriptor size D, got {x.shape[-1]} and {y.shape[-1]}")
+    return _frame_to_frame(x, y, spatial_k, x_mask, y_mask)
+
+
+def _frame_to_frame(x: Tensor, y: Tensor, spatial_k: float, x_mask: Tensor | None, y_mask: Tensor | None) -> Tensor:
+    """:func:`frame_to_frame` on already checked 4-D inputs (no NaN scans in the hot path)."""
     (nx, tx, rx, d), (ny, ty, ry, _) = x.shape, y.shape
     regions = (x.reshape(-1, d) @ y.reshape(-1, d).T).view(nx, tx, rx, ny, ty, ry).permute(0, 3, 1, 4, 2, 5)
-    f2f = topk_chamfer(regions, spatial_k)
+    f2f = reduce_topk_chamfer(regions, spatial_k)
     mask = pair_mask(None if x_mask is None else x_mask[:, None, :],
                      None if y_mask is None else y_mask[None, :, :])
     return f2f if mask is None else f2f.masked_fill(~mask, 0.0)
@@ -77,14 +77,22 @@ def video_similarity_matrix(queries: Tensor, database: Tensor, query_mask: Tenso
         b = F.normalize(_frame_mean(dm, database_mask), dim=-1)
         return q @ b.T
 
+    if queries.shape[-1] != database.shape[-1]:
+        raise ValueError(f"queries and database must share D, got {queries.shape[-1]} and {database.shape[-1]}")
+    if not 0.0 <= k <= 1.0 or not 0.0 <= spatial_k <= 1.0:
+        raise ValueError(f"k and spatial_k must be rates in [0, 1], got {k} and {spatial_k}")
+    rate = {"chamfer": 0.0, "symmetric_chamfer": 0.0, "mean": 1.0, "topk_chamfer": k}[measure]
+
     def block(q: Tensor, b: Tensor, q_mask: Tensor | None, b_mask: Tensor | None) -> Tensor:
-        f2f = frame_to_frame(q, b, spatial_k, q_mask, b_mask)
+        f2f = _frame_to_frame(q, b, spatial_k, q_mask, b_mask)
         mask = pair_mask(None if q_mask is None else q_mask[:, None, :], None if b_mask is None else b_mask[None])
-        if measure == "chamfer":
-            return chamfer_similarity(f2f, mask)
+        if mask is not None:
+            mask = mask.expand_as(f2f)
+        sim = reduce_topk_chamfer(f2f, rate, mask)
         if measure == "symmetric_chamfer":
-            return symmetric_chamfer(f2f, mask)
-        return topk_chamfer(f2f, 1.0 if measure == "mean" else k, mask)
+            mask_t = None if mask is None else mask.transpose(-1, -2)
+            sim = 0.5 * (sim + reduce_topk_chamfer(f2f.transpose(-1, -2), rate, mask_t))
+        return sim
 
     return _chunked(block, queries, database, query_mask, database_mask, chunk_size)
 
@@ -165,38 +173,45 @@ class VideoSimilarityNetwork(nn.Module):
         for i in range(0, x.shape[0], step):
             args = (x[i:i + step], y, self.spatial_k, None if x_mask is None else x_mask[i:i + step], y_mask)
             if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad):
-                blocks.append(checkpoint(frame_to_frame, *args, use_reentrant=False))
+                blocks.append(checkpoint(_frame_to_frame, *args, use_reentrant=False))
             else:
-                blocks.append(frame_to_frame(*args))
+                blocks.append(_frame_to_frame(*args))
         return torch.cat(blocks, dim=0)
 
     def video_similarity(self, frame_sims: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Video similarity ``[...]`` and regulariser from frame matrices ``[..., Tx, Ty]`` (Eq. 4–5)."""
         check_float_tensor(frame_sims, "frame_sims", ndim=None)
+        return self._video_similarity(frame_sims, mask)
+
+    def _video_similarity(self, frame_sims: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        if mask is not None:
+            mask = mask.expand_as(frame_sims)
         if self.comparator is None:
-            return topk_chamfer(frame_sims, self.temporal_k, mask), frame_sims.new_zeros(())
+            return reduce_topk_chamfer(frame_sims, self.temporal_k, mask), frame_sims.new_zeros(())
         lead = frame_sims.shape[:-2]
         flat = frame_sims.reshape(-1, *frame_sims.shape[-2:])
-        flat_mask = None if mask is None else mask.expand_as(frame_sims).reshape(flat.shape)
+        flat_mask = None if mask is None else mask.reshape(flat.shape)
         raw, out_mask = self.comparator(flat, flat_mask)
-        sim = topk_chamfer(squash(raw), self.temporal_k, out_mask)
+        sim = reduce_topk_chamfer(squash(raw), self.temporal_k, out_mask)
         return sim.view(lead), similarity_regularization(raw, out_mask)
 
     def forward(self, features: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
         x = self.index(features)
         frame_sims = self.frame_similarity(x, x, mask, mask)
         pairs = pair_mask(None if mask is None else mask[:, None, :], None if mask is None else mask[None])
-        video_sim, reg = self.video_similarity(frame_sims, pairs)
+        video_sim, reg = self._video_similarity(frame_sims, pairs)
         return video_sim, frame_sims, reg
 
     def score(self, queries: Tensor, database: Tensor, query_mask: Tensor | None = None,
               database_mask: Tensor | None = None, chunk_size: int | None = None) -> Tensor:
         """Query × database video similarities ``[Q, B]``, at most ``chunk_size`` pairs at a time."""
         q, b = self.index(queries), self.index(database)
+        if q.shape[-1] != b.shape[-1]:
+            raise ValueError(f"queries and database must share D, got {q.shape[-1]} and {b.shape[-1]}")
 
         def block(qb: Tensor, bb: Tensor, qm: Tensor | None, bm: Tensor | None) -> Tensor:
-            f2f = frame_to_frame(qb, bb, self.spatial_k, qm, bm)
-            return self.video_similarity(f2f, pair_mask(None if qm is None else qm[:, None, :],
+            f2f = _frame_to_frame(qb, bb, self.spatial_k, qm, bm)
+            return self._video_similarity(f2f, pair_mask(None if qm is None else qm[:, None, :],
                                                         None if bm is None else bm[None]))[0]
 
         return _chunked(block, q, b, query_mask, database_mask, chunk_size or self.chunk_size)

@@ -1,0 +1,130 @@
+"""Throughput (video pairs/s) and peak memory of hapref's video similarities vs an einsum+max reference.
+
+Usage: ``python benchmarks/similarity.py [--frames 16 32 64] [--pairs 256] [--repeats 3] [--device cpu|cuda]``.
+Region features ``[T, R=9, D=512]``; measured: plain Chamfer (spatial and temporal max), TopK-Chamfer
+(spatial k = 0.3 -> K = 3 of 9 regions, temporal k = 0.1), the full ψ path (``VideoSimilarityNetwork.score``,
+HAP-VR rates) and a one-shot ``einsum`` + max reference that materialises every pair at once. The ceiling is
+the measured GEMM rate divided by the region dot products per pair (2·T²·R²·D flops). Goals (issue 4):
+TopK-Chamfer within 1.5× of plain Chamfer; peak memory flat in the number of pairs (it depends on
+``--chunk-size``). CPU peak memory is the growth of the resident-set high-water mark (``/proc/self/clear_refs``),
+an estimate including allocator slack; timings are inflated when other processes share the cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from hapref.similarity import VideoSimilarityNetwork, video_similarity_matrix
+
+REGIONS, DIM = 9, 512
+
+
+def reference_chamfer(queries: torch.Tensor, database: torch.Tensor) -> torch.Tensor:
+    """Chamfer over regions then frames with a single einsum over all pairs (memory grows with #pairs)."""
+    regions = torch.einsum("qtrd,bsud->qbtsru", queries, database)
+    return regions.amax(-1).mean(-1).amax(-1).mean(-1)
+
+
+def _rss_high_water_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def peak_memory_mib(fn: Callable[[], torch.Tensor], device: torch.device) -> float:
+    """Peak extra memory of one call: the CUDA allocator peak, or the RSS high-water growth on CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fn()
+        torch.cuda.synchronize()
+        return (torch.cuda.max_memory_allocated() - base) / 2**20
+    clear = Path("/proc/self/clear_refs")
+    try:
+        clear.write_text("5")
+    except OSError:
+        return float("nan")
+    base = _rss_high_water_kib()
+    fn()
+    return (_rss_high_water_kib() - base) / 1024
+
+
+def seconds(fn: Callable[[], torch.Tensor], device: torch.device, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def gemm_flops(device: torch.device, size: int = 2048, repeats: int = 5) -> float:
+    a, b = torch.randn(size, DIM, device=device), torch.randn(DIM, size, device=device)
+    return 2 * size * size * DIM / seconds(lambda: a @ b, device, repeats)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, nargs="+", default=[16, 32, 64])
+    parser.add_argument("--pairs", type=int, default=256, help="queries × database pairs per measurement")
+    parser.add_argument("--chunk-size", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    flops = gemm_flops(device)
+    print(f"device {device}, torch threads {torch.get_num_threads()}, GEMM {flops / 1e9:.1f} GFLOP/s, "
+          f"chunk {args.chunk_size} pairs")
+    network = VideoSimilarityNetwork().to(device).eval()
+    n_q = 8
+    for frames in args.frames:
+        n_db = max(1, args.pairs // n_q)
+        queries = F.normalize(torch.randn(n_q, frames, REGIONS, DIM, device=device), dim=-1)
+        database = F.normalize(torch.randn(n_db, frames, REGIONS, DIM, device=device), dim=-1)
+        methods: dict[str, Callable[[], torch.Tensor]] = {
+            "einsum+max reference": lambda: reference_chamfer(queries, database),
+            "Chamfer": lambda: video_similarity_matrix(queries, database, measure="chamfer",
+                                                       chunk_size=args.chunk_size),
+            "TopK-Chamfer": lambda: video_similarity_matrix(queries, database, measure="topk_chamfer", k=0.1,
+                                                            spatial_k=0.3, chunk_size=args.chunk_size),
+            "full psi path": lambda: network.score(queries, database, chunk_size=args.chunk_size),
+        }
+        ceiling = flops / (2 * frames * frames * REGIONS * REGIONS * DIM)
+        print(f"\nT = {frames}, {n_q * n_db} pairs; GEMM ceiling {ceiling:,.0f} pairs/s")
+        with torch.no_grad():
+            torch.testing.assert_close(methods["Chamfer"](), methods["einsum+max reference"](), atol=1e-4, rtol=1e-4)
+            rates = {}
+            for name, fn in methods.items():
+                rates[name] = n_q * n_db / seconds(fn, device, args.repeats)
+                print(f"  {name:<22} {rates[name]:>12,.0f} pairs/s   peak {peak_memory_mib(fn, device):8.1f} MiB")
+        print(f"  TopK-Chamfer time / Chamfer time: {rates['Chamfer'] / rates['TopK-Chamfer']:.2f} (goal <= 1.5)")
+    frames = 32
+    print(f"\npeak memory vs number of pairs (T = {frames}, chunk {args.chunk_size} pairs)")
+    queries = F.normalize(torch.randn(n_q, frames, REGIONS, DIM, device=device), dim=-1)
+    with torch.no_grad():
+        for n_db in (16, 64, 256):
+            database = F.normalize(torch.randn(n_db, frames, REGIONS, DIM, device=device), dim=-1)
+            ours = peak_memory_mib(lambda: video_similarity_matrix(queries, database, measure="topk_chamfer",
+                                                                   k=0.1, spatial_k=0.3,
+                                                                   chunk_size=args.chunk_size), device)
+            ref = peak_memory_mib(lambda: reference_chamfer(queries, database), device)
+            print(f"  {n_q * n_db:>5} pairs: TopK-Chamfer {ours:8.1f} MiB   einsum reference {ref:8.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Figures for comparing videos: frame strips, region grids, similarity heatmaps, TopK curves, score bars."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.patches import Rectangle
+from torch import Tensor
+
+from hapref.features import region_windows
+
+
+def show_frames(videos: Mapping[str, Tensor], num_frames: int = 6, size: float = 1.4) -> plt.Figure:
+    """One row per video: ``num_frames`` evenly spaced uint8 frames ``[T, H, W, 3]``, titled by the key."""
+    fig, axes = plt.subplots(len(videos), num_frames, figsize=(size * num_frames, size * len(videos)),
+                             squeeze=False)
+    for row, (name, frames) in zip(axes, videos.items()):
+        picks = torch.linspace(0, frames.shape[0] - 1, num_frames).round().long().tolist()
+        for ax, t in zip(row, picks):
+            ax.imshow(frames[t].cpu().numpy())
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_xlabel(f"t={t}", fontsize=7)
+        row[0].set_ylabel(name, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_region_grid(frame: Tensor, grid: int = 3, ax: plt.Axes | None = None) -> plt.Axes:
+    """A frame with the ``grid × grid`` overlapping pooling windows of L3-iMAC drawn on top."""
+    ax = ax or plt.subplots(figsize=(3, 3))[1]
+    ax.imshow(frame.cpu().numpy())
+    colours = plt.cm.tab10.colors
+    rows, cols = region_windows(frame.shape[0], grid), region_windows(frame.shape[1], grid)
+    for n, ((r0, r1), (c0, c1)) in enumerate((r, c) for r in rows for c in cols):
+        inset = 0.8 * (n % 3)
+        ax.add_patch(Rectangle((c0 - 0.5 + inset, r0 - 0.5 + inset), c1 - c0 - 2 * inset, r1 - r0 - 2 * inset,
+                               fill=False, lw=1.2, ec=colours[n % len(colours)]))
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return ax
+
+
+def plot_similarity_matrices(matrices: Sequence[Tensor], titles: Sequence[str], vmin: float | None = None,
+                             vmax: float | None = None, xlabel: str = "target frame",
+                             ylabel: str = "query frame", size: float = 3.0) -> plt.Figure:
+    """Side-by-side heatmaps of frame-to-frame (or any 2-D) similarity matrices with one shared colour bar."""
+    fig, axes = plt.subplots(1, len(matrices), figsize=(size * len(matrices) + 0.8, size), squeeze=False)
+    lo = min(float(m.min()) for m in matrices) if vmin is None else vmin
+    hi = max(float(m.max()) for m in matrices) if vmax is None else vmax
+    for ax, matrix, title in zip(axes[0], matrices, titles):
+        image = ax.imshow(matrix.detach().cpu().numpy(), vmin=lo, vmax=hi, cmap="viridis", aspect="auto")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel, fontsize=8)
+    axes[0, 0].set_ylabel(ylabel, fontsize=8)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.85)
+    return fig
+
+
+def plot_topk_curves(ks: Tensor, curves: Mapping[str, Tensor], ax: plt.Axes | None = None) -> plt.Axes:
+    """Similarity as a function of the TopK rate k (k = 0 is Chamfer, k = 1 the mean), one line per candidate."""
+    ax = ax or plt.subplots(figsize=(5, 3.2))[1]
+    for name, values in curves.items():
+        ax.plot(ks.cpu().numpy(), values.detach().cpu().numpy(), marker="o", ms=3, label=name)
+    ax.set_xlabel("TopK rate k  (0 = Chamfer, 1 = mean)")
+    ax.set_ylabel("video similarity")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_score_bars(results: Mapping[str, Mapping[str, float]], ax: plt.Axes | None = None) -> plt.Axes:
+    """Grouped bars: ``results[method][metric]`` (e.g. mAP and μAP per similarity measure)."""
+    ax = ax or plt.subplots(figsize=(6.5, 3.2))[1]
+    methods = list(results)
+    metrics = list(next(iter(results.values())))
+    width = 0.8 / len(metrics)
+    for i, metric in enumerate(metrics):
+        xs = [m + (i - (len(metrics) - 1) / 2) * width for m in range(len(methods))]
+        bars = ax.bar(xs, [results[m][metric] for m in methods], width, label=metric)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
+    ax.set_xticks(range(len(methods)), methods, fontsize=8)
+    ax.set_ylim(0, 1.08)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
