@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from conftest import devices
 
 from hapref.data import (FAMILIES, LEVELS, PROFILES, ClipAugmenter, VideoDataset, build_copy_benchmark,
-                         collate_videos, video_in_video)
+                         collate_videos, generate_copy_benchmark, video_in_video)
 from hapref.data import benchmark as benchmark_module
 from hapref.data import cache, sources, transforms
 from hapref.data.augment import temporal_indices
@@ -100,6 +100,16 @@ def test_same_seed_same_bytes(bench, smoke_root, tmp_path):
     a = build_copy_benchmark("smoke", seed=1, cache=False, **small)
     b = build_copy_benchmark("smoke", seed=2, cache=False, **small)
     assert a.fingerprint() != b.fingerprint()
+
+
+def test_bytes_do_not_depend_on_the_torch_thread_count(bench):
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert generate_copy_benchmark(bench.config).fingerprint() == bench.fingerprint()
+        assert torch.get_num_threads() == 2  # restored after generation
+    finally:
+        torch.set_num_threads(previous)
 
 
 def test_copies_are_copies_on_raw_pixels(bench):

@@ -19,10 +19,12 @@ Tasks (as in FIVR): ``DSVR`` relevant = ND ∪ DS; ``CSVR`` relevant = ND ∪ DS
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import pickle
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -83,6 +85,22 @@ PROFILES: dict[str, BenchmarkConfig] = {
 
 def _scenes() -> list[str]:
     return [f"photo:{n}" for n in sources.PHOTO_NAMES] + [f"clip:{n}" for n in sources.CLIP_NAMES]
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run torch on one CPU thread inside the block, then restore the previous count.
+
+    Rendering is many small tensor ops: one thread is faster than several, and the rounding of a few
+    floating-point kernels depends on how the work is split between threads, so pinning the count keeps the
+    bytes the same on every machine.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _child_seed(*parts: object) -> int:
@@ -165,13 +183,14 @@ class TrainClips(Dataset):
         c = self.config
         g = torch.Generator().manual_seed(_child_seed(c.seed, "train", index))
         scene = self.scenes[transforms.randint(g, 0, len(self.scenes) - 1)]
-        if torch.rand((), generator=g).item() < 0.3 and len(self.scenes) > 1:
-            other = self.scenes[transforms.randint(g, 0, len(self.scenes) - 1)]
-            cut = transforms.randint(g, c.train_frames // 4, 3 * c.train_frames // 4)
-            a, _ = film(scene, cut, c.frame_size, g, max_shots=1)
-            b, _ = film(other, c.train_frames - cut, c.frame_size, g, max_shots=1)
-            return torch.cat([a, b])
-        return film(scene, c.train_frames, c.frame_size, g)[0]
+        with _one_thread():
+            if torch.rand((), generator=g).item() < 0.3 and len(self.scenes) > 1:
+                other = self.scenes[transforms.randint(g, 0, len(self.scenes) - 1)]
+                cut = transforms.randint(g, c.train_frames // 4, 3 * c.train_frames // 4)
+                a, _ = film(scene, cut, c.frame_size, g, max_shots=1)
+                b, _ = film(other, c.train_frames - cut, c.frame_size, g, max_shots=1)
+                return torch.cat([a, b])
+            return film(scene, c.train_frames, c.frame_size, g)[0]
 
 
 class CopyBenchmark:
@@ -258,6 +277,11 @@ class CopyBenchmark:
 
 def generate_copy_benchmark(config: BenchmarkConfig) -> CopyBenchmark:
     """Generate the benchmark for ``config`` in memory (deterministic: same config -> same bytes)."""
+    with _one_thread():
+        return _generate(config)
+
+
+def _generate(config: BenchmarkConfig) -> CopyBenchmark:
     c = config
     g = torch.Generator().manual_seed(_child_seed(c.seed, "benchmark"))
     scenes = _scenes()

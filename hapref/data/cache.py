@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 #: Bump whenever the bytes a generator produces for a given config change: old caches then stop matching.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
