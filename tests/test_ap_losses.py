@@ -208,7 +208,7 @@ def test_blackbox_value_is_exact_ap_and_gradient_is_the_interpolation():
                 r[q][~k[q]].any()]
     assert loss(s, r, k).item() == pytest.approx(1 - np.mean(expected), abs=1e-12)
 
-    # backward of one rank vector: -(rank(s) - rank(s + λ g)) / λ, transcribed with Python sorting
+    # backward of one rank vector r = rank / M: -(r(s) - r(s + λ g)) / λ, transcribed with Python sorting
     from hapref.losses import blackbox_ranks
     x = torch.tensor([[0.3, -0.2, 0.9, 0.1]], dtype=torch.float64, requires_grad=True)
     g = torch.tensor([[1.0, -3.0, 0.5, 2.0]], dtype=torch.float64)
@@ -218,7 +218,9 @@ def test_blackbox_value_is_exact_ap_and_gradient_is_the_interpolation():
         order = sorted(range(len(v)), key=lambda i: -v[i])
         return [order.index(i) + 1 for i in range(len(v))]
     base, moved = ranks(x[0].tolist()), ranks((x[0] + 2.0 * g[0]).tolist())
-    assert grad[0].tolist() == [-(b - m) / 2.0 for b, m in zip(base, moved)]
+    assert torch.allclose(grad[0], torch.tensor([-(b - m) / 4 / 2.0 for b, m in zip(base, moved)],
+                                                dtype=torch.float64))
+    assert torch.equal(blackbox_ranks(x, 2.0), torch.tensor([ranks(x[0].tolist())], dtype=torch.float64) / 4)
 
 
 def test_quadlinear_risk_upper_bounds_the_ap_risk_with_p_one():

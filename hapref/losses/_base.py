@@ -21,7 +21,8 @@ class RankingLoss(nn.Module, ABC):
     Half-precision scores are computed in float32 and the result is cast back.
     """
 
-    #: True when a query row costs O(M²) memory; such losses are chunked over queries.
+    #: True when a query row costs O(|P|·M) memory (positives × candidates); such losses are
+    #: chunked over queries so that one chunk holds at most ``max_elements`` pair terms.
     pairwise: bool = False
 
     def __init__(self, max_elements: int = 2**25) -> None:
@@ -48,9 +49,10 @@ class RankingLoss(nn.Module, ABC):
         return self._chunked(scores, positive, negative).mean().to(out_dtype)
 
     def _chunked(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        """Per-query losses, in row chunks (recomputed in backward) when O(Q·M²) exceeds the bound."""
+        """Per-query losses, in row chunks (recomputed in backward) when O(Q·|P|·M) exceeds the bound."""
         q, m = scores.shape
-        rows = max(1, self.max_elements // max(1, m * m)) if self.pairwise else q
+        per_row = m * int(positive.sum(dim=1).max())
+        rows = max(1, self.max_elements // max(1, per_row)) if self.pairwise else q
         if rows >= q:
             return self.per_query(scores, positive, negative)
         needs_grad = torch.is_grad_enabled() and scores.requires_grad
@@ -60,3 +62,15 @@ class RankingLoss(nn.Module, ABC):
             parts.append(checkpoint(self.per_query, *chunk, use_reentrant=False) if needs_grad
                          else self.per_query(*chunk))
         return torch.cat(parts)
+
+
+def gather_positives(scores: Tensor, positive: Tensor) -> tuple[Tensor, Tensor]:
+    """Scores of each row's positives packed to the left, ``[Q, P_max]``, and which slots are real.
+
+    Pair terms are then built for positives only (``[Q, P_max, M]`` instead of ``[Q, M, M]``).
+    """
+    count = positive.sum(dim=1)
+    width = int(count.max()) if count.numel() else 0
+    order = torch.argsort((~positive).to(torch.uint8), dim=1, stable=True)[:, :width]
+    slot = torch.arange(width, device=scores.device) < count.unsqueeze(1)
+    return scores.gather(1, order), slot

@@ -16,11 +16,11 @@ def descending_ranks(scores: Tensor) -> Tensor:
 
 
 class _BlackboxRank(Function):
-    """Forward: exact ranks. Backward: −(rank(s) − rank(s + λ·∂L/∂rank)) / λ (Rolínek et al. Eq. 6)."""
+    """Forward: ranks / M. Backward: −(r(s) − r(s + λ·∂L/∂r)) / λ with r = rank / M (Rolínek et al. Eq. 6)."""
 
     @staticmethod
     def forward(ctx, scores: Tensor, lambda_: float) -> Tensor:
-        ranks = descending_ranks(scores)
+        ranks = descending_ranks(scores) / scores.shape[-1]
         ctx.save_for_backward(scores, ranks)
         ctx.lambda_ = lambda_
         return ranks
@@ -28,12 +28,13 @@ class _BlackboxRank(Function):
     @staticmethod
     def backward(ctx, grad_ranks: Tensor) -> tuple[Tensor, None]:
         scores, ranks = ctx.saved_tensors
-        perturbed = descending_ranks(scores + ctx.lambda_ * grad_ranks)
+        perturbed = descending_ranks(scores + ctx.lambda_ * grad_ranks) / scores.shape[-1]
         return -(ranks - perturbed) / ctx.lambda_, None
 
 
 def blackbox_ranks(scores: Tensor, lambda_: float) -> Tensor:
-    """Exact descending ranks whose gradient is the blackbox interpolation with strength λ."""
+    """Descending ranks divided by the row length M (as the reference ranker normalises them),
+    with the blackbox-interpolation gradient of strength λ."""
     return _BlackboxRank.apply(scores, lambda_)
 
 
@@ -41,7 +42,7 @@ class BlackBoxAP(RankingLoss):
     """BlackBox-AP loss 1 − mean_{j∈P} rank⁺(j) / rank(j) with exact ranks (HAP-VR Eq. 6, Table 2).
 
     The value is the exact AP (ties broken by position); the gradient of both rank vectors comes
-    from blackbox differentiation with interpolation strength ``lambda_``. The reference's random
+    from blackbox differentiation with interpolation strength ``lambda_`` acting on ranks / M. The reference's random
     score margin and memory of past batches are left out.
     """
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from hapref.losses._base import RankingLoss
+from hapref.losses._base import RankingLoss, gather_positives
 
 
 def _masked_mean(values: Tensor, weights: Tensor) -> Tensor:
@@ -43,10 +43,11 @@ class Triplet(RankingLoss):
         self.margin = margin
 
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        hinge = F.relu(scores.unsqueeze(1) - scores.unsqueeze(2) + self.margin)  # [q, p, n]
-        pos_w, neg_w = positive.to(scores.dtype), negative.to(scores.dtype)
-        total = ((hinge @ neg_w.unsqueeze(-1)).squeeze(-1) * pos_w).sum(dim=1)
-        return total / (pos_w.sum(dim=1) * neg_w.sum(dim=1)).clamp(min=1)
+        pos_scores, slot = gather_positives(scores, positive)
+        hinge = F.relu(scores.unsqueeze(1) - pos_scores.unsqueeze(2) + self.margin)  # [q, p, k]
+        neg_w = negative.to(scores.dtype)
+        total = ((hinge @ neg_w.unsqueeze(-1)).squeeze(-1) * slot).sum(dim=1)
+        return total / (slot.sum(dim=1) * neg_w.sum(dim=1)).clamp(min=1)
 
     def extra_repr(self) -> str:
         return f"margin={self.margin}"
