@@ -4,8 +4,8 @@ Usage: ``python benchmarks/ap_losses.py [--sizes 64 128 256 512] [--repeats 5] [
 Goals (issue 3): hapref SmoothAP ≥ 2× faster than PML's SmoothAPLoss at N = 256 on CPU with equal
 values; QuadLinearAP ≥ 100× faster than its naive loop. CPU timings are inflated when other processes
 share the cores (``--threads 1`` gives steadier numbers then). Peak memory: the CUDA allocator peak, or on
-CPU the growth of the process's resident-set high-water mark (Linux ``/proc/self/clear_refs``) during one
-forward+backward: an estimate that includes allocator slack, not an exact tensor count.
+CPU the peak of tensor storages alive during one forward+backward, tracked by a dispatch mode (a separate,
+untimed run; allocator slack not included).
 """
 
 from __future__ import annotations
@@ -13,9 +13,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import weakref
 from collections.abc import Callable
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 from pytorch_metric_learning.losses import SmoothAPLoss
 
 from hapref.losses import QuadLinearAP, SmoothAP, quad_linear, sigmoid_step
@@ -104,26 +107,45 @@ def time_it(fn: Callable[[torch.Tensor], torch.Tensor], emb: torch.Tensor, repea
     return statistics.median(times), value
 
 
-def _proc_status_mib(key: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(f"{key} not in /proc/self/status")
+class PeakTensorMemory(TorchDispatchMode):
+    """Bytes of tensor storages created by ops inside the mode and still referenced, and their peak.
+
+    Views of an already-counted storage are not counted again; a storage is released when the tensor
+    that created it is garbage (autograd keeps saved tensors alive until backward frees them).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live: dict[int, int] = {}
+        self.current = self.peak = 0
+
+    def _release(self, key: int) -> None:
+        self.current -= self.live.pop(key, 0)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for tensor in tree_flatten(out)[0]:
+            if isinstance(tensor, torch.Tensor):
+                storage = tensor.untyped_storage()
+                key = storage.data_ptr()
+                if key and key not in self.live:
+                    self.live[key] = storage.nbytes()
+                    self.current += storage.nbytes()
+                    self.peak = max(self.peak, self.current)
+                    weakref.finalize(tensor, self._release, key)
+        return out
 
 
 def peak_mib(fn: Callable[[torch.Tensor], torch.Tensor], emb: torch.Tensor) -> float:
-    """Extra memory at the peak of one forward+backward, in MiB."""
+    """Peak of the tensor memory created during one forward+backward, in MiB."""
     if emb.is_cuda:
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
         run_once(fn, emb)
         return (torch.cuda.max_memory_allocated() - base) / 2**20
-    base = _proc_status_mib("VmRSS")
-    with open("/proc/self/clear_refs", "w") as clear:
-        clear.write("5")  # reset the high-water mark to the current resident set
-    run_once(fn, emb)
-    return _proc_status_mib("VmHWM") - base
+    with PeakTensorMemory() as tracker:
+        run_once(fn, emb)
+    return tracker.peak / 2**20
 
 
 def main() -> None:

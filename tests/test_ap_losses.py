@@ -167,6 +167,16 @@ def test_quad_linear_has_the_properties_of_eq10():
     assert torch.allclose(r, literal, rtol=0, atol=1e-12)
 
 
+def test_quad_linear_backward_matches_autograd_of_the_formula():
+    x = (torch.rand(2000, dtype=torch.float64) - 0.5).requires_grad_(True)
+    (fused,) = torch.autograd.grad(quad_linear(x, 0.18).sum(), x)
+    u = x / 0.18
+    formula = torch.where(u > 0, 1 + 2 * u, torch.clamp(u + 1, min=0) ** 2)
+    (plain,) = torch.autograd.grad(formula.sum(), x)
+    assert torch.allclose(fused, plain, rtol=0, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda v: quad_linear(v, 0.18), (x[:50].detach().clone().requires_grad_(True),))
+
+
 def test_sigmoid_step_is_eq7_and_its_gradient_vanishes_far_from_zero():
     x = torch.tensor([-1.0, -0.05, 0.0, 0.05, 1.0], dtype=torch.float64, requires_grad=True)
     g = sigmoid_step(x, 0.01)

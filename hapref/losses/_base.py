@@ -16,8 +16,8 @@ class RankingLoss(nn.Module, ABC):
 
     Row q ranks M candidates; ``relevance`` is boolean; ``mask`` (True = ignore) removes entries
     from the ranking entirely, e.g. the self-pair on the diagonal of a batch's N×N matrix.
-    Subclasses implement :meth:`per_query`; queries without a positive contribute nothing and a
-    batch without any positive returns a zero that is still attached to the graph.
+    Subclasses implement :meth:`per_query`; the loss is its mean over the queries that have a
+    positive (HAP-VR Eq. 12); a batch without any positive returns a zero still attached to the graph.
     Half-precision scores are computed in float32 and the result is cast back.
     """
 

@@ -22,18 +22,16 @@ def relaxed_rank_ap(scores: Tensor, positive: Tensor, negative: Tensor, pos_step
         rank(j)  = rank⁺(j) + Σ_{k ∈ N} neg_step(d_jk)
         AP_q     = mean_{j ∈ P} rank⁺(j) / rank(j)
 
-    With ``pos_step = neg_step = H`` and ``p = 1`` this is exact AP (Eq. 6). The d_jk of all positives j
-    of a chunk are built at once (``[Q, P_max, M]``) and the sums over k are batched matrix products.
+    With ``pos_step = neg_step = H`` and ``p = 1`` this is exact AP (Eq. 6). Only positives j are
+    ranked: the positive sums use a ``[Q, P_max, P_max]`` tensor, the negative sums a ``[Q, P_max, M]``
+    one reduced by a batched matrix product.
     """
     pos_scores, slot = gather_positives(scores, positive)
-    d = scores.unsqueeze(1) - pos_scores.unsqueeze(2)  # d[q, j, k] = s_qk - s_qj, j over positives
-    pos_w, neg_w = positive.to(scores.dtype), negative.to(scores.dtype)
-    if pos_step is neg_step:
-        pos_sum, neg_sum = (pos_step(d) @ torch.stack((pos_w, neg_w), dim=-1)).unbind(-1)
-    else:
-        pos_sum = (pos_step(d) @ pos_w.unsqueeze(-1)).squeeze(-1)
-        neg_sum = (neg_step(d) @ neg_w.unsqueeze(-1)).squeeze(-1)
-    pos_sum = pos_sum - pos_step(scores.new_zeros(()))  # drop the k = j term
+    slot_w = slot.to(scores.dtype)
+    d_pos = pos_scores.unsqueeze(1) - pos_scores.unsqueeze(2)  # d[q, j, k] = s_qk - s_qj, j and k positive
+    pos_sum = (pos_step(d_pos) * slot_w.unsqueeze(1)).sum(dim=2) - pos_step(scores.new_zeros(()))  # k != j
+    d_all = scores.unsqueeze(1) - pos_scores.unsqueeze(2)  # d[q, j, k] over all candidates k
+    neg_sum = (neg_step(d_all) @ negative.to(scores.dtype).unsqueeze(-1)).squeeze(-1)
     rank_pos = 1 + p * pos_sum
     ratio = rank_pos / (rank_pos + neg_sum)
-    return (ratio * slot).sum(dim=1) / slot.sum(dim=1)
+    return (ratio * slot_w).sum(dim=1) / slot_w.sum(dim=1)

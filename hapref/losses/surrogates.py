@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.autograd import Function
+from torch.autograd.function import once_differentiable
 
 
 def heaviside(x: Tensor) -> Tensor:
@@ -21,6 +23,24 @@ def sigmoid_step(x: Tensor, tau: float) -> Tensor:
     return torch.sigmoid(x / tau)
 
 
+class _QuadLinear(Function):
+    """R⁻ with a hand-written backward: only x is saved (autograd would keep ~5 temporaries)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, delta: float) -> Tensor:
+        ctx.save_for_backward(x)
+        ctx.delta = delta
+        u = x / delta
+        return torch.where(u > 0, 2 * u + 1, (u + 1).clamp_(min=0).square_())
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        (x,) = ctx.saved_tensors
+        slope = (x / ctx.delta + 1).clamp_(min=0, max=1).mul_(2 / ctx.delta)  # R⁻'(x) = (2/δ)·clamp(x/δ + 1, 0, 1)
+        return grad * slope, None
+
+
 def quad_linear(x: Tensor, delta: float) -> Tensor:
     """QuadLinear surrogate R⁻(x; δ) for positive–negative pairs, HAP-VR Eq. 10.
 
@@ -29,5 +49,4 @@ def quad_linear(x: Tensor, delta: float) -> Tensor:
     """
     if delta <= 0:
         raise ValueError(f"delta must be positive, got {delta}")
-    u = x / delta
-    return torch.where(x > 0, 1 + 2 * u, torch.clamp(u + 1, min=0) ** 2)
+    return _QuadLinear.apply(x, delta)
