@@ -24,21 +24,24 @@ def sigmoid_step(x: Tensor, tau: float) -> Tensor:
 
 
 class _QuadLinear(Function):
-    """R⁻ with a hand-written backward: only x is saved (autograd would keep ~5 temporaries)."""
+    """R⁻ as c² + 2·[t − 1]₊ with t = x/δ + 1 and c = clamp(t, 0, 1), computed in place.
+
+    Its slope is (2/δ)·c, so backward needs only c; the forward makes two full-size tensors.
+    """
 
     @staticmethod
     def forward(ctx, x: Tensor, delta: float) -> Tensor:
-        ctx.save_for_backward(x)
+        t = (x / delta).add_(1)
+        c = t.clamp(min=0, max=1)
+        ctx.save_for_backward(c)
         ctx.delta = delta
-        u = x / delta
-        return torch.where(u > 0, 2 * u + 1, (u + 1).clamp_(min=0).square_())
+        return t.sub_(1).clamp_(min=0).mul_(2).addcmul_(c, c)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
-        (x,) = ctx.saved_tensors
-        slope = (x / ctx.delta + 1).clamp_(min=0, max=1).mul_(2 / ctx.delta)  # R⁻'(x) = (2/δ)·clamp(x/δ + 1, 0, 1)
-        return grad * slope, None
+        (c,) = ctx.saved_tensors
+        return (grad * c).mul_(2 / ctx.delta), None
 
 
 def quad_linear(x: Tensor, delta: float) -> Tensor:
