@@ -5,10 +5,11 @@ from hapref.similarity.chamfer import (
     mean_pooled_similarity,
     mean_similarity,
     pair_mask,
+    reduce_topk_chamfer,
     symmetric_chamfer,
     topk_chamfer,
 )
-from hapref.similarity.comparator import VideoComparator, pool_mask, similarity_regularization, squash
+from hapref.similarity.comparator import VideoComparator, similarity_regularization, squash
 from hapref.similarity.network import (
     MEASURES,
     RegionAttention,
@@ -22,6 +23,6 @@ from hapref.similarity.pairwise import pairwise_cosine
 __all__ = [
     "MEASURES", "RegionAttention", "VideoComparator", "VideoSimilarityNetwork", "chamfer_similarity",
     "frame_to_frame", "mean_pooled_similarity", "mean_similarity", "pad_videos", "pair_mask", "pairwise_cosine",
-    "pool_mask", "similarity_regularization", "squash", "symmetric_chamfer", "topk_chamfer",
+    "reduce_topk_chamfer", "similarity_regularization", "squash", "symmetric_chamfer", "topk_chamfer",
     "video_similarity_matrix",
 ]

@@ -14,13 +14,6 @@ from torch import Tensor, nn
 from hapref.validation import check_float_tensor
 
 
-def pool_mask(mask: Tensor) -> Tensor:
-    """Frame-pair mask ``[B, Tq, Tt]`` after ψ's two 2×2 poolings: a cell is valid if any input cell is."""
-    m = mask.float().unsqueeze(1)
-    m = F.max_pool2d(F.max_pool2d(m, 2, ceil_mode=True), 2, ceil_mode=True)
-    return m.squeeze(1) > 0
-
-
 class VideoComparator(nn.Module):
     """ψ of HAP-VR Eq. 4 / ViSiL: ``[B, Tq, Tt]`` similarities -> raw scores ``[B, ⌈Tq/4⌉, ⌈Tt/4⌉]``.
 
