@@ -18,7 +18,7 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def to_float_frames(frames: Tensor) -> Tensor:
-    """Frames as float ``[T, 3, H, W]`` in [0, 1] from uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]``."""
+    """Frames as float ``[T, 3, H, W]`` in [0, 1] from uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` (HAP-VR §3.2)."""
     if not isinstance(frames, Tensor):
         raise ValueError(f"frames must be a torch.Tensor, got {type(frames).__name__}")
     if frames.dtype == torch.uint8:
@@ -210,7 +210,8 @@ BACKBONES = ("efficientnet-lite0", "resnet50", "small-cnn")
 
 
 def load_backbone(name: str = "efficientnet-lite0", pretrained: bool = True, **kwargs: object) -> Backbone:
-    """A frozen backbone by name: ``"efficientnet-lite0"`` (default, offline), ``"resnet50"``, ``"small-cnn"``.
+    """A frozen backbone g(·) of HAP-VR §3.2 by name: ``"efficientnet-lite0"`` (default, offline), ``"resnet50"``,
+    ``"small-cnn"``.
 
     ``pretrained=False`` gives the same architecture with random weights (a baseline); extra
     keyword arguments go to the backbone class (``image_size``, ``frozen``, ``weights_path``).

@@ -19,7 +19,10 @@ MEASURES = ("cosine", "mean", "chamfer", "symmetric_chamfer", "topk_chamfer")
 
 
 def pad_videos(videos: list[Tensor]) -> tuple[Tensor, Tensor]:
-    """Stack variable-length videos ``[T_i, ...]`` into ``[N, T_max, ...]`` zero-padded plus a mask ``[N, T_max]``."""
+    """Stack videos ``[T_i, ...]`` into zero-padded ``[N, T_max, ...]`` plus a frame mask ``[N, T_max]`` (True = real).
+
+    The masks feed the masked TopK-Chamfer of HAP-VR Eq. 3/5 so padding never changes a score.
+    """
     if len(videos) == 0:
         raise ValueError("videos must hold at least one video")
     lengths = torch.tensor([v.shape[0] for v in videos])
@@ -122,7 +125,7 @@ def _chunked(block, queries: Tensor, database: Tensor, query_mask: Tensor | None
 
 
 class RegionAttention(nn.Module):
-    """Region re-weighting ``x · sigmoid(uᵀ tanh(W x + b))`` used by S2VS/HAP-VR before comparison."""
+    """Region re-weighting ``x · sigmoid(uᵀ tanh(W x + b))`` applied before HAP-VR Eq. 3 (REFERENCE-FACTS §1.2)."""
 
     def __init__(self, dims: int) -> None:
         super().__init__()
