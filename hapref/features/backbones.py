@@ -18,7 +18,7 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def to_float_frames(frames: Tensor) -> Tensor:
-    """Frames as float ``[T, 3, H, W]`` in [0, 1] from uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` (HAP-VR §3.2)."""
+    """Float frames ``[T, 3, H, W]`` in [0, 1] from uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` (HAP-VR §3.2)."""
     if not isinstance(frames, Tensor):
         raise ValueError(f"frames must be a torch.Tensor, got {type(frames).__name__}")
     if frames.dtype == torch.uint8:
