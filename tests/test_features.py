@@ -107,7 +107,7 @@ def test_extractor_whitening_cache_and_config_hash(tmp_path) -> None:
     features = extractor.extract(videos, cache_dir=tmp_path, progress=False)
     assert sorted(features) == sorted(videos) and features["v/1"].shape == (5, 9, 16)
     files = sorted(p.name for p in (tmp_path / extractor.config_hash()).iterdir())
-    assert files == ["v_0.pt", "v_1.pt", "v_2.pt"]  # no temporary files left behind
+    assert [name.split("-")[0] for name in files] == ["v_0", "v_1", "v_2"]  # no temporary files left behind
 
     def fail(frames: torch.Tensor) -> torch.Tensor:
         raise AssertionError("cached features must not be recomputed")
@@ -116,6 +116,13 @@ def test_extractor_whitening_cache_and_config_hash(tmp_path) -> None:
     cached = extractor.extract(list(videos.items()), cache_dir=tmp_path, progress=False)
     for key in videos:
         torch.testing.assert_close(cached[key], features[key])
+
+    # a regenerated video under the same id must not reuse the stale cached features
+    extractor.forward = FeatureExtractor.forward.__get__(extractor)
+    changed = {"v/0": 255 - videos["v/0"]}
+    fresh = extractor.extract(changed, cache_dir=tmp_path, progress=False)
+    torch.testing.assert_close(fresh["v/0"], extractor(changed["v/0"]))
+    assert not torch.allclose(fresh["v/0"], features["v/0"])
 
 
 def _photo(name: str, size: int) -> torch.Tensor:

@@ -99,15 +99,19 @@ class FeatureExtractor(nn.Module):
                 cache_dir: str | Path | None = None, progress: bool = True) -> dict[str, Tensor]:
         """Features for every ``(video_id, frames)``, as a dict, on the extractor's device.
 
-        With ``cache_dir``, features are stored as ``<cache_dir>/<config hash>/<video id>.pt``
-        (atomic writes, loaded with ``weights_only=True``) and reused on the next call.
+        With ``cache_dir``, features are stored as ``<cache_dir>/<config hash>/<video id>-<frames
+        hash>.pt`` (atomic writes, loaded with ``weights_only=True``) and reused on the next call; the
+        frames' content is part of the name, so a regenerated video never reuses stale features.
         """
         items: Iterator[tuple[str, Tensor]] = iter(videos.items() if isinstance(videos, Mapping) else videos)
         folder = Path(cache_dir) / self.config_hash() if cache_dir is not None else None
         total = len(videos) if isinstance(videos, Mapping) else None
         features = {}
         for video_id, frames in tqdm(items, total=total, disable=not progress, desc="features"):
-            path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', str(video_id))}.pt" if folder else None
+            path = None
+            if folder is not None:
+                content = hashlib.sha256(frames.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
+                path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', str(video_id))}-{content}.pt"
             if path is not None and path.is_file():
                 features[video_id] = torch.load(path, map_location=self.device, weights_only=True)
                 continue
