@@ -86,7 +86,7 @@ def plot_similarity_heatmaps(matrices: Mapping[str, np.ndarray], vmin: float | N
     vmax = max(float(m.max()) for m in matrices.values()) if vmax is None else vmax
     image = None
     for ax, (name, matrix) in zip(axes.flat, matrices.items()):
-        image = ax.imshow(matrix, vmin=vmin, vmax=vmax, cmap="viridis")
+        image = ax.imshow(matrix, vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
         ax.set_title(name, fontsize="small")
     for ax in axes.flat:
         ax.set_xticks([])

@@ -59,7 +59,7 @@ PROFILES: dict[str, HAPVRProfile] = {
     "smoke": HAPVRProfile("smoke", train_clips=8, frames=8, stride=1, strong_views=1, whiten_dim=32,
                           batch_videos=4, steps=10, lr=1e-3, warmup_steps=2),
     "quick": HAPVRProfile("quick", train_clips=32, frames=16, stride=1, strong_views=2, whiten_dim=128,
-                          batch_videos=4, steps=60, lr=1e-3, warmup_steps=6),
+                          batch_videos=4, steps=30, lr=1e-3, warmup_steps=3),
     "full": HAPVRProfile("full", train_clips=2048, frames=32, stride=2, strong_views=4, whiten_dim=512,
                          batch_videos=32, steps=5000, lr=4e-5, warmup_steps=250, eval_every=500),
 }
