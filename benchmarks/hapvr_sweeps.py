@@ -35,8 +35,8 @@ TABLE3: dict[str, Variant] = {
 TABLE4: dict[str, Variant] = {f"k_t={k:g}": Variant(temporal_k=k) for k in (0.0, 0.5, 0.75, 1.0)}
 TABLES = {"table2": TABLE2, "table3": TABLE3, "table4": TABLE4}
 UNTRAINED = {"Chamfer": ("chamfer", 0.0), "TopK-Chamfer k=0.5": ("chamfer", 0.5), "mean": ("mean", 1.0)}
-HEATMAP_QUERIES = 6
-HEATMAP_ITEMS = 18
+HEATMAP_QUERIES = 4
+HEATMAP_ITEMS = 24
 
 
 def variant_key(v: Variant) -> str:
@@ -67,7 +67,7 @@ def run_sweep(profile: str = "quick", seeds: tuple[int, ...] = (0, 1), steps: in
                                                                             "warmup_steps": min(steps, 1)}))
             result = fit(task, config, progress=False)
             runs.append({"seed": seed, **{k: round(v, 6) for k, v in result.metrics.items()},
-                         "final_loss": round(result.history[-1]["loss"], 6)})
+                         "final_loss": round(result.history[-1]["loss"], 4)})
             if seed == seeds[0] and not variant.frame_ap and variant.temporal_k == Variant().temporal_k:
                 with torch.no_grad():
                     scores = task.scores(result.model.eval())

@@ -28,7 +28,8 @@ def plot_history(histories: Mapping[str, Sequence[Mapping[str, float]]], key: st
 
 
 def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metrics: Sequence[str] = ("mAP", "uAP"),
-                     baseline: Mapping[str, float] | None = None, title: str = "") -> Figure:
+                     baseline: Mapping[str, float] | None = None, baseline_label: str = "baseline",
+                     title: str = "") -> Figure:
     """Mean ± spread (min–max over seeds) of each metric per configuration, one panel per metric.
 
     ``results[config][metric]`` holds one value per seed; ``baseline`` draws a dashed reference line.
@@ -42,10 +43,11 @@ def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metri
         err = np.array([[m - v.min() for v, m in zip(values, means)], [v.max() - m for v, m in zip(values, means)]])
         ax.barh(y, means, xerr=err, color="tab:blue", alpha=0.75, capsize=3)
         if baseline is not None and metric in baseline:
-            ax.axvline(baseline[metric], color="k", ls="--", lw=1, label="untrained")
+            ax.axvline(baseline[metric], color="k", ls="--", lw=1, label=baseline_label)
             ax.legend(fontsize="small", loc="lower right")
-        low = min(v.min() for v in values)
-        high = max(v.max() for v in values)
+        extra = [baseline[metric]] if baseline is not None and metric in baseline else []
+        low = min([v.min() for v in values] + extra)
+        high = max([v.max() for v in values] + extra)
         pad = max(0.02, 0.15 * (high - low))
         ax.set_xlim(max(0.0, low - pad), min(1.0, high + pad))
         ax.set_yticks(y, names)

@@ -28,6 +28,7 @@ from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.models.hapvr import VIDEO_LOSSES, build_hapvr_network, frame_ranking_loss, video_ranking_loss
 from hapref.similarity.network import VideoSimilarityNetwork, pad_videos
 from hapref.train.loop import TrainConfig
+from hapref.utils import get_device
 
 LOSSES: tuple[str, ...] = VIDEO_LOSSES
 DATA_VERSION = 1
@@ -130,12 +131,13 @@ def prepare_data(profile: str, progress: bool = False) -> HAPVRData:
             return HAPVRData(**torch.load(path, weights_only=True))
         except (RuntimeError, EOFError, KeyError, TypeError):
             path.unlink(missing_ok=True)
-    backbone = load_backbone("efficientnet-lite0", image_size=bench.config.frame_size)
+    backbone = load_backbone("efficientnet-lite0", image_size=bench.config.frame_size).to(get_device())
 
     def encode(frames: Tensor) -> tuple[Tensor, Tensor]:
+        """Student regions [T, R, D] and teacher embeddings [T, C] on the CPU, from one backbone pass."""
         with torch.no_grad():
             maps = backbone(frames)
-        return pool_layers(maps, "l3imac"), maps[-1].mean(dim=(-2, -1))
+        return pool_layers(maps, "l3imac").cpu(), maps[-1].mean(dim=(-2, -1)).cpu()
 
     g = torch.Generator().manual_seed(0)
     regions, teacher = [], []
