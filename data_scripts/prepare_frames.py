@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from hapref.data.cache import atomic_write_bytes
+from hapref.files import atomic_write_bytes
 from hapref.data.sources import center_square, decode_video
 
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv", ".avi", ".mov", ".flv", ".mpg", ".mpeg")

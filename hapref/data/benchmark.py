@@ -33,7 +33,8 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from hapref.data import sources, transforms
-from hapref.data.cache import FORMAT_VERSION, atomic_torch_save, config_key, data_root
+from hapref.data.cache import FORMAT_VERSION, config_key, data_root
+from hapref.files import atomic_torch_save
 from hapref.data.datasets import VideoDataset
 
 #: Relevance levels stored in :attr:`CopyBenchmark.levels` (0 = distractor).

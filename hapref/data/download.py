@@ -23,7 +23,7 @@ import urllib.request
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from hapref.data.cache import atomic_write_bytes
+from hapref.files import atomic_write_bytes
 
 _CHUNK = 1 << 20
 

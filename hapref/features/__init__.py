@@ -9,12 +9,12 @@ from hapref.features.backbones import (
     load_backbone,
     to_float_frames,
 )
-from hapref.features.extractor import FeatureExtractor, atomic_save
+from hapref.features.extractor import FeatureExtractor
 from hapref.features.pooling import POOLINGS, pool_layers, region_windows, regional_max_pool
 from hapref.features.whitening import PCAWhitening
 
 __all__ = [
     "BACKBONES", "POOLINGS", "Backbone", "EfficientNetLite0Backbone", "FeatureExtractor", "PCAWhitening",
-    "ResNet50Backbone", "SmallCNN", "atomic_save", "load_backbone", "pool_layers", "region_windows",
+    "ResNet50Backbone", "SmallCNN", "load_backbone", "pool_layers", "region_windows",
     "regional_max_pool", "to_float_frames",
 ]

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -20,20 +18,7 @@ from tqdm.auto import tqdm
 from hapref.features.backbones import Backbone, load_backbone
 from hapref.features.pooling import POOLINGS, pool_layers
 from hapref.features.whitening import PCAWhitening
-
-
-def atomic_save(obj: object, path: str | Path) -> None:
-    """``torch.save`` to a temporary file in the same folder, then rename: no partial files."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pt")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(obj, handle)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from hapref.files import atomic_torch_save
 
 
 class FeatureExtractor(nn.Module):
@@ -117,5 +102,5 @@ class FeatureExtractor(nn.Module):
                 continue
             features[video_id] = self(frames)
             if path is not None:
-                atomic_save(features[video_id].cpu(), path)
+                atomic_torch_save(features[video_id].cpu(), path)
         return features

@@ -20,7 +20,8 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from hapref.data.benchmark import build_copy_benchmark
-from hapref.data.cache import atomic_torch_save, config_key, data_root
+from hapref.data.cache import config_key, data_root
+from hapref.files import atomic_torch_save
 from hapref.data.transforms import TRANSFORMS
 from hapref.features import PCAWhitening, load_backbone, pool_layers
 from hapref.losses import HAPVRObjective, teacher_frame_similarity

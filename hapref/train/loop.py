@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -21,6 +19,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from hapref.files import atomic_torch_save, atomic_write_bytes
 from hapref.utils import get_device, seed_everything
 
 CHECKPOINT = "checkpoint.pt"
@@ -109,20 +108,8 @@ def _set_rng_state(state: dict[str, Any]) -> None:
     random.setstate((version, tuple(internal), gauss_next))
 
 
-def _atomic_write(path: Path, write) -> None:
-    """Write via a temporary file in the same folder and rename, so a crash never leaves a partial file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _save_json(path: Path, obj: Any) -> None:
-    _atomic_write(path, lambda h: h.write(json.dumps(obj, indent=2, sort_keys=True).encode()))
+    atomic_write_bytes(path, json.dumps(obj, indent=2, sort_keys=True).encode())
 
 
 def load_checkpoint(out_dir: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -187,7 +174,7 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
                  "rng": _rng_state(), "step": step, "history": history}
-        _atomic_write(out / CHECKPOINT, lambda h: torch.save(state, h))
+        atomic_torch_save(state, out / CHECKPOINT)
 
     metrics: dict[str, float] = {}
     bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress,
