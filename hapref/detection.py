@@ -11,13 +11,11 @@ next clip; calm clips give triplets (q, p, n).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor, nn
 
 from hapref.data.highlights import HighlightVideo
-from hapref.losses.radial import TripletLoss, squared_distance
+from hapref.losses.radial import TripletLoss
 
 __all__ = [
     "window_features",

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import pickle
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -33,7 +34,7 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from hapref.data import sources, transforms
-from hapref.data.cache import FORMAT_VERSION, config_key, data_root
+from hapref.data.cache import FORMAT_VERSION, config_key, data_root, source_digest
 from hapref.files import atomic_torch_save
 from hapref.data.datasets import VideoDataset
 
@@ -346,9 +347,11 @@ def _library_versions() -> dict[str, str]:
 def benchmark_path(config: BenchmarkConfig, root: str | os.PathLike | None = None) -> Path:
     """Cache file for ``config``: ``<data root>/copy_benchmark/copy_benchmark-<key>.pt``.
 
-    The key hashes the config, :data:`FORMAT_VERSION` and the versions of torch, kornia and PyAV.
+    The key hashes the config, :data:`FORMAT_VERSION`, the versions of torch, kornia and PyAV and the source
+    of the generating modules.
     """
-    key = config_key({**asdict(config), "libraries": _library_versions()})
+    code = source_digest(sources, transforms, sys.modules[__name__])
+    key = config_key({**asdict(config), "libraries": _library_versions(), "code": code})
     return data_root(root) / "copy_benchmark" / f"copy_benchmark-{key}.pt"
 
 

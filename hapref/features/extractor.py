@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from hapref.data.cache import source_digest
+from hapref.features import backbones as backbones_module, pooling as pooling_module
 from hapref.features.backbones import Backbone, load_backbone
 from hapref.features.pooling import POOLINGS, pool_layers
 from hapref.features.whitening import PCAWhitening
@@ -70,8 +73,9 @@ class FeatureExtractor(nn.Module):
         return self.whitening
 
     def config_hash(self) -> str:
-        """Short hash of everything that changes the output: backbone, pooling, grid, image size, whitening."""
-        spec = json.dumps([self.backbone_name, self.pooling, self.grid, self.backbone.image_size])
+        """Short hash of everything that changes the output: backbone, pooling, grid, image size, whitening, code."""
+        code = source_digest(backbones_module, pooling_module, sys.modules[__name__])
+        spec = json.dumps([self.backbone_name, self.pooling, self.grid, self.backbone.image_size, code])
         digest = hashlib.sha256(spec.encode())
         for tensor in self.backbone.state_dict().values():
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes()[:4096])

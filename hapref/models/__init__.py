@@ -12,4 +12,9 @@ from hapref.models.hapvr import (
 )
 
 # Radial: the quadlet CNN+LSTM network
-from hapref.models.radial import QuadletVideoNet  # noqa: E402
+from hapref.models.radial import QuadletVideoNet
+
+__all__ = [
+    "BackboneTeacher", "build_hapvr_network", "DinoTeacher", "frame_ranking_loss", "LOSS_FAMILIES",
+    "QuadletVideoNet", "VIDEO_LOSSES", "video_ranking_loss",
+]

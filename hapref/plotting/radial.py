@@ -45,8 +45,9 @@ def plot_quadlet_gradients(points: Mapping[str, Sequence[float]], axes: Sequence
         for name, t in zip("qpin", tensors):
             (x, y), (gx, gy) = t.detach()[0].tolist(), (-t.grad[0]).tolist()
             if gx or gy:
-                ax.annotate("", xy=(x + 0.25 * gx, y + 0.25 * gy), xytext=(x, y),
-                            arrowprops=dict(arrowstyle="->", color=ROLE_COLORS[name], lw=2))
+                tip = (x + 0.25 * gx, y + 0.25 * gy)
+                ax.annotate("", xy=tip, xytext=(x, y), arrowprops=dict(arrowstyle="->", color=ROLE_COLORS[name], lw=2))
+                ax.update_datalim([tip])
         if isinstance(loss, RadialLoss):
             centroid, radius = radial_centroid_and_radius(*(t.detach() for t in tensors[:3]))
             cx, cy = centroid[0].tolist()
@@ -56,6 +57,7 @@ def plot_quadlet_gradients(points: Mapping[str, Sequence[float]], axes: Sequence
             ax.annotate("$X_G$", (cx, cy), xytext=(6, -12), textcoords="offset points")
         ax.set_title(title)
         ax.set_aspect("equal")
+        ax.margins(0.15)
         ax.autoscale_view()
         ax.grid(alpha=0.3)
     return axes

@@ -11,6 +11,7 @@ attention, ψ and the losses of Eq. 15. Evaluation: DSVR mAP and μAP of query �
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -20,10 +21,11 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from hapref.data.benchmark import build_copy_benchmark
-from hapref.data.cache import config_key, data_root
+from hapref.data.cache import config_key, data_root, source_digest
 from hapref.files import atomic_torch_save
 from hapref.data.transforms import TRANSFORMS
 from hapref.features import PCAWhitening, load_backbone, pool_layers
+from hapref.features import backbones as backbones_module, pooling as pooling_module
 from hapref.losses import HAPVRObjective, teacher_frame_similarity
 from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.models.hapvr import VIDEO_LOSSES, build_hapvr_network, frame_ranking_loss, video_ranking_loss
@@ -125,7 +127,9 @@ def prepare_data(profile: str, progress: bool = False) -> HAPVRData:
     p = PROFILES[profile]
     bench = build_copy_benchmark(p.benchmark)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
-    key = config_key({"hapvr": DATA_VERSION, "data": data_fields, "benchmark": bench.fingerprint()[:16]})
+    code = source_digest(backbones_module, pooling_module, sys.modules[__name__])  # the views and the features they give
+    key = config_key({"hapvr": DATA_VERSION, "data": data_fields, "benchmark": bench.fingerprint()[:16],
+                      "code": code})
     path = data_root() / "hapvr" / f"features-{profile}-{key}.pt"
     if path.is_file():
         try:
