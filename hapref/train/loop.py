@@ -206,7 +206,7 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
             checkpoint(done)
         else:
             history.append(entry)
-        bar.set_postfix(loss=f"{entry['loss']:.4f}")
+        bar.set_postfix(loss=f"{entry['loss']:.4f}", refresh=False)
     bar.close()
     if not metrics:  # resumed from the final checkpoint: nothing left to train
         metrics = _evaluate(task, model)
