@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 
 import numpy as np
@@ -41,8 +42,21 @@ def test_backbone_shapes_inputs_and_frozen() -> None:
         net(torch.zeros(2, 3, 8, 8, dtype=torch.int32))
     with pytest.raises(ValueError, match="name"):
         load_backbone("vgg")
-    with pytest.raises((RuntimeError, FileNotFoundError), match="torchvision|weights"):
-        load_backbone("resnet50", weights_path="/nonexistent/resnet50.pth")
+    for name in ("resnet50", "alexnet"):
+        with pytest.raises((RuntimeError, FileNotFoundError), match="torchvision|weights"):
+            load_backbone(name, weights_path=f"/nonexistent/{name}.pth")
+
+
+@pytest.mark.parametrize("name", ["resnet50", "alexnet"])
+def test_torchvision_backbones_give_their_declared_maps(name: str) -> None:
+    try:
+        importlib.import_module("torchvision")
+    except Exception as err:  # a RuntimeError with the CPU torch of this project's CI
+        pytest.skip(f"torchvision does not import here: {err}")
+    net = load_backbone(name, pretrained=False, image_size=96)
+    maps = net(torch.randint(0, 256, (2, 96, 96, 3), dtype=torch.uint8))
+    assert [m.shape[1] for m in maps] == list(net.channels)
+    assert all(m.shape[0] == 2 and m.shape[-1] > 1 for m in maps)
 
 
 def test_regional_max_pool_matches_s2vs_geometry_and_loop() -> None:

@@ -2,6 +2,7 @@
 
 from hapref.features.backbones import (
     BACKBONES,
+    AlexNetBackbone,
     Backbone,
     EfficientNetLite0Backbone,
     ResNet50Backbone,
@@ -14,7 +15,7 @@ from hapref.features.pooling import POOLINGS, pool_layers, region_windows, regio
 from hapref.features.whitening import PCAWhitening
 
 __all__ = [
-    "BACKBONES", "POOLINGS", "Backbone", "EfficientNetLite0Backbone", "FeatureExtractor", "PCAWhitening",
-    "ResNet50Backbone", "SmallCNN", "load_backbone", "pool_layers", "region_windows",
+    "AlexNetBackbone", "BACKBONES", "POOLINGS", "Backbone", "EfficientNetLite0Backbone", "FeatureExtractor",
+    "PCAWhitening", "ResNet50Backbone", "SmallCNN", "load_backbone", "pool_layers", "region_windows",
     "regional_max_pool", "to_float_frames",
 ]

@@ -140,6 +140,29 @@ def _fuse_for_inference(net: nn.Module) -> None:
             module.inplace = True
 
 
+def _torchvision_imagenet_net(arch: str, weights_enum: str, weights_path: str | Path | None,
+                              pretrained: bool) -> nn.Module:
+    """A torchvision model ``arch`` with its ImageNet weights from a local file; nothing is ever downloaded.
+
+    Without ``weights_path`` the file is looked up where torchvision caches ``<weights_enum>.IMAGENET1K_V1``.
+    """
+    try:
+        import torchvision.models as tv_models
+    except Exception as err:  # torchvision can fail at import time with RuntimeError
+        raise RuntimeError(f"The {arch} backbone needs a working torchvision (import failed: {err}); "
+                           "use load_backbone('efficientnet-lite0').") from err
+    net = getattr(tv_models, arch)()
+    if pretrained:
+        if weights_path is None:
+            url = getattr(tv_models, weights_enum).IMAGENET1K_V1.url
+            weights_path = Path(torch.hub.get_dir()) / "checkpoints" / Path(url).name
+        if not Path(weights_path).is_file():
+            raise FileNotFoundError(f"{arch} weights not found at {weights_path}; pass weights_path= a local "
+                                    f"torchvision {arch} state dict (nothing is downloaded).")
+        net.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
+    return net
+
+
 class ResNet50Backbone(Backbone):
     """ResNet-50 (torchvision) layer1..4 maps (256, 512, 1024, 2048 channels), as in ViSiL/S2VS/HAP-VR/TCA.
 
@@ -152,20 +175,7 @@ class ResNet50Backbone(Backbone):
     def __init__(self, weights_path: str | Path | None = None, pretrained: bool = True,
                  image_size: int | None = 224, frozen: bool = True) -> None:
         super().__init__(image_size, frozen)
-        try:
-            from torchvision.models import ResNet50_Weights, resnet50
-        except Exception as err:  # torchvision can fail at import time with RuntimeError
-            raise RuntimeError("The ResNet-50 backbone needs a working torchvision "
-                               f"(import failed: {err}); use load_backbone('efficientnet-lite0').") from err
-        net = resnet50()
-        if pretrained:
-            if weights_path is None:
-                hub_dir = Path(torch.hub.get_dir()) / "checkpoints"
-                weights_path = hub_dir / Path(ResNet50_Weights.IMAGENET1K_V1.url).name
-            if not Path(weights_path).is_file():
-                raise FileNotFoundError(f"ResNet-50 weights not found at {weights_path}; pass weights_path= "
-                                        "a local torchvision resnet50 state dict (nothing is downloaded).")
-            net.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
+        net = _torchvision_imagenet_net("resnet50", "ResNet50_Weights", weights_path, pretrained)
         self.stem = nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool)
         self.layers = nn.ModuleList([net.layer1, net.layer2, net.layer3, net.layer4])
         self._finish_init()
@@ -176,6 +186,31 @@ class ResNet50Backbone(Backbone):
         for layer in self.layers:
             x = layer(x)
             maps.append(x)
+        return maps
+
+
+class AlexNetBackbone(Backbone):
+    """AlexNet (torchvision), the frame CNN of the Radial-loss quadlet network (Radial seed 002, Fig. 1(i)).
+
+    Maps after the ReLUs of conv2..conv5 (192, 384, 256, 256 channels); weights as for :class:`ResNet50Backbone`
+    (a local torchvision ``alexnet`` state dict or the torch hub cache, never downloaded).
+    """
+
+    channels = (192, 384, 256, 256)
+    _taps = (4, 7, 9, 11)  # indices of those ReLUs in torchvision's ``alexnet().features``
+
+    def __init__(self, weights_path: str | Path | None = None, pretrained: bool = True,
+                 image_size: int | None = 224, frozen: bool = True) -> None:
+        super().__init__(image_size, frozen)
+        self.features = _torchvision_imagenet_net("alexnet", "AlexNet_Weights", weights_path, pretrained).features
+        self._finish_init()
+
+    def feature_maps(self, x: Tensor) -> list[Tensor]:
+        maps = []
+        for index, layer in enumerate(self.features[:self._taps[-1] + 1]):
+            x = layer(x)
+            if index in self._taps:
+                maps.append(x)
         return maps
 
 
@@ -206,12 +241,12 @@ class SmallCNN(Backbone):
         return maps
 
 
-BACKBONES = ("efficientnet-lite0", "resnet50", "small-cnn")
+BACKBONES = ("efficientnet-lite0", "resnet50", "alexnet", "small-cnn")
 
 
 def load_backbone(name: str = "efficientnet-lite0", pretrained: bool = True, **kwargs: object) -> Backbone:
     """A frozen backbone g(·) of HAP-VR §3.2 by name: ``"efficientnet-lite0"`` (default, offline), ``"resnet50"``,
-    ``"small-cnn"``.
+    ``"alexnet"`` (both need torchvision and local weights), ``"small-cnn"``.
 
     ``pretrained=False`` gives the same architecture with random weights (a baseline); extra
     keyword arguments go to the backbone class (``image_size``, ``frozen``, ``weights_path``).
@@ -220,6 +255,8 @@ def load_backbone(name: str = "efficientnet-lite0", pretrained: bool = True, **k
         return EfficientNetLite0Backbone(pretrained=pretrained, **kwargs)
     if name == "resnet50":
         return ResNet50Backbone(pretrained=pretrained, **kwargs)
+    if name == "alexnet":
+        return AlexNetBackbone(pretrained=pretrained, **kwargs)
     if name == "small-cnn":
         return SmallCNN(**kwargs)
     raise ValueError(f"name must be one of {BACKBONES}, got {name!r}")

@@ -3,7 +3,8 @@
 Radial seed 002, Fig. 1(i): every clip of a quadlet goes through the same weights ("four identical
 branches"), so one module that embeds a batch of variable-length clips is all the network is.
 The CNN is any frozen frame backbone (default: EfficientNet-Lite0 with real ImageNet weights from
-:mod:`hapref.features`); since it is frozen, its per-frame features can be computed once and fed to
+:mod:`hapref.features`; the paper's AlexNet is ``load_backbone("alexnet")`` where torchvision imports and its
+weights are local, ResNet-50 likewise); since it is frozen, its per-frame features can be computed once and fed to
 :meth:`QuadletVideoNet.embed_features`, which is what training does.
 """
 
