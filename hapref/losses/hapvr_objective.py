@@ -13,7 +13,7 @@ from hapref.losses.pseudo_labels import frame_pseudo_labels
 from hapref.losses.sshn import SSHN
 from hapref.validation import check_binary, check_float_tensor
 
-RankingLoss = Callable[..., Tensor]  # loss(scores [Q, M], relevance [Q, M], mask=None) -> scalar
+ScoreLoss = Callable[..., Tensor]  # any ranking loss(scores [Q, M], relevance [Q, M], mask=None) -> scalar
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ WEIGHT_PRESETS: dict[str, HAPVRWeights] = {
 
 
 def frame_level_ap_loss(frame_similarity: Tensor, positive: Tensor, negative: Tensor, video_relevance: Tensor,
-                        ap_loss: RankingLoss) -> Tensor:
+                        ap_loss: ScoreLoss) -> Tensor:
     """Frame-level AP loss L^F_AP (HAP-VR §3.4): rank each query frame's target frames by the pseudo labels.
 
     ``frame_similarity [A, B, Ti, Tj]`` are the student's frame similarities, ``positive``/``negative``
@@ -60,7 +60,7 @@ class HAPVRObjective(nn.Module):
     ``frame_loss`` the frame-level AP loss on Eq. 14 pseudo labels (None to drop it).
     """
 
-    def __init__(self, video_loss: RankingLoss | None, frame_loss: RankingLoss | None,
+    def __init__(self, video_loss: ScoreLoss | None, frame_loss: ScoreLoss | None,
                  weights: HAPVRWeights | str = "released", temperature: float = 0.03, sshn_eps: float = 1e-3,
                  top_rate: float = 0.35, bottom_rate: float = 0.35) -> None:
         super().__init__()
