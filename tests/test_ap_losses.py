@@ -10,8 +10,9 @@ import torch
 from conftest import devices
 from sklearn.metrics import average_precision_score
 
-from hapref.losses import (MAE, MSE, BlackBoxAP, Circle, Contrastive, FastAP, ListwiseAP, QuadLinearAP, SmoothAP,
-                           Triplet, heaviside, quad_linear, sigmoid_step)
+from hapref.losses import (MAE, MSE, BlackBoxAP, Circle, Contrastive, FastAP, ListwiseAP, QuadLinearAP, QuadLinearStep,
+                           SigmoidStep, SmoothAP, Triplet, heaviside, negative_step_sum, quad_linear, relaxed_rank_ap,
+                           sigmoid_step)
 from hapref.similarity import pairwise_cosine
 
 ALL_LOSSES = {
@@ -175,6 +176,48 @@ def test_quad_linear_backward_matches_autograd_of_the_formula():
     (plain,) = torch.autograd.grad(formula.sum(), x)
     assert torch.allclose(fused, plain, rtol=0, atol=1e-12)
     assert torch.autograd.gradcheck(lambda v: quad_linear(v, 0.18), (x[:50].detach().clone().requires_grad_(True),))
+
+
+@pytest.mark.parametrize("step", [QuadLinearStep(0.18), QuadLinearStep(0.05), SigmoidStep(0.01), SigmoidStep(0.3)],
+                         ids=["quadlinear-0.18", "quadlinear-0.05", "sigmoid-0.01", "sigmoid-0.3"])
+def test_fused_negative_sum_matches_the_unfused_autograd_path(step):
+    g = torch.Generator().manual_seed(3)
+    scores = torch.rand(5, 12, generator=g, dtype=torch.float64, requires_grad=True)
+    pos_scores = torch.rand(5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    negative = (torch.rand(5, 12, generator=g) < 0.6).double()
+    weights = torch.randn(5, 3, generator=g, dtype=torch.float64)
+
+    def unfused(s, p):
+        formula = {QuadLinearStep: lambda x: literal_quad_linear_tensor(x, step.delta),
+                   SigmoidStep: lambda x: torch.sigmoid(x / step.tau)}[type(step)]
+        return (formula(s.unsqueeze(1) - p.unsqueeze(2)) * negative.unsqueeze(1)).sum(-1)
+
+    fused = negative_step_sum(scores, pos_scores, negative, step)
+    reference = unfused(scores, pos_scores)
+    torch.testing.assert_close(fused, reference)
+    grads = torch.autograd.grad((fused * weights).sum(), (scores, pos_scores))
+    expected = torch.autograd.grad((reference * weights).sum(), (scores, pos_scores))
+    for a, b in zip(grads, expected):
+        torch.testing.assert_close(a, b)
+    assert torch.autograd.gradcheck(lambda s, p: negative_step_sum(s, p, negative, step), (scores, pos_scores))
+
+
+def literal_quad_linear_tensor(x, delta):
+    """Eq. 10 from torch.where branches, differentiable by autograd (no custom backward)."""
+    t = x / delta + 1
+    return torch.where(x <= -delta, torch.zeros_like(x), torch.where(x <= 0, t * t, 1 + 2 * x / delta))
+
+
+def test_relaxed_rank_ap_fused_and_plain_callables_agree():
+    g = torch.Generator().manual_seed(4)
+    scores = torch.rand(6, 15, generator=g, dtype=torch.float64, requires_grad=True)
+    positive = torch.rand(6, 15, generator=g) < 0.3
+    positive[:, 0] = True
+    step = QuadLinearStep(0.1)
+    fused = relaxed_rank_ap(scores, positive, ~positive, heaviside, step, 0.5)
+    plain = relaxed_rank_ap(scores, positive, ~positive, heaviside, lambda x: quad_linear(x, 0.1), 0.5)
+    torch.testing.assert_close(fused, plain)
+    torch.testing.assert_close(torch.autograd.grad(fused.sum(), scores)[0], torch.autograd.grad(plain.sum(), scores)[0])
 
 
 def test_sigmoid_step_is_eq7_and_its_gradient_vanishes_far_from_zero():

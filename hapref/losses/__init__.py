@@ -15,7 +15,8 @@ from hapref.losses.pointwise import MAE, MSE
 from hapref.losses.quadlinear_ap import QuadLinearAP
 from hapref.losses.relaxed_rank import relaxed_rank_ap
 from hapref.losses.smooth_ap import SmoothAP
-from hapref.losses.surrogates import heaviside, quad_linear, sigmoid_step
+from hapref.losses.surrogates import (QuadLinearStep, SigmoidStep, StepSurrogate, heaviside, negative_step_sum,
+                                      quad_linear, sigmoid_step)
 
 __all__ = [
     "blackbox_ranks",
@@ -34,13 +35,17 @@ __all__ = [
     "ListwiseAP",
     "MAE",
     "MSE",
+    "negative_step_sum",
     "quad_linear",
     "QuadLinearAP",
+    "QuadLinearStep",
     "RankingLoss",
     "relaxed_rank_ap",
     "sigmoid_step",
+    "SigmoidStep",
     "SmoothAP",
     "SSHN",
+    "StepSurrogate",
     "teacher_frame_similarity",
     "Triplet",
     "WEIGHT_PRESETS",

@@ -45,7 +45,8 @@ class RankingLoss(nn.Module, ABC):
         has_positive = positive.any(dim=1)
         if not has_positive.any():
             return scores[:0, :0].sum().to(out_dtype)  # zero, still on the graph
-        scores, positive, negative = scores[has_positive], positive[has_positive], negative[has_positive]
+        if not has_positive.all():
+            scores, positive, negative = scores[has_positive], positive[has_positive], negative[has_positive]
         return self._chunked(scores, positive, negative).mean().to(out_dtype)
 
     def _chunked(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:

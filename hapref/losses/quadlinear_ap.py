@@ -8,7 +8,7 @@ from torch import Tensor
 
 from hapref.losses._base import RankingLoss
 from hapref.losses.relaxed_rank import relaxed_rank_ap
-from hapref.losses.surrogates import heaviside, quad_linear
+from hapref.losses.surrogates import QuadLinearStep, heaviside
 
 
 class QuadLinearAP(RankingLoss):
@@ -45,8 +45,9 @@ class QuadLinearAP(RankingLoss):
             raise ValueError(f"name must be one of {sorted(cls.PRESETS)}, got {name!r}")
         return cls(**{**cls.PRESETS[name], **kwargs})
 
-    def _neg_step(self, x: Tensor) -> Tensor:
-        return quad_linear(x, self.delta)
+    @property
+    def _neg_step(self) -> QuadLinearStep:
+        return QuadLinearStep(self.delta)
 
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return 1 - relaxed_rank_ap(scores, positive, negative, heaviside, self._neg_step, self.p)

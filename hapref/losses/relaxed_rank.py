@@ -7,6 +7,7 @@ from collections.abc import Callable
 from torch import Tensor
 
 from hapref.losses._base import gather_positives
+from hapref.losses.surrogates import StepSurrogate, negative_step_sum
 
 Step = Callable[[Tensor], Tensor]
 
@@ -23,14 +24,19 @@ def relaxed_rank_ap(scores: Tensor, positive: Tensor, negative: Tensor, pos_step
 
     With ``pos_step = neg_step = H`` and ``p = 1`` this is exact AP (Eq. 6). Only positives j are
     ranked: the positive sums use a ``[Q, P_max, P_max]`` tensor, the negative sums a ``[Q, P_max, M]``
-    one reduced by a batched matrix product.
+    one reduced by a batched matrix product (fused, forward and backward, when ``neg_step`` is a
+    :class:`StepSurrogate`).
     """
     pos_scores, slot = gather_positives(scores, positive)
     slot_w = slot.to(scores.dtype)
     d_pos = pos_scores.unsqueeze(1) - pos_scores.unsqueeze(2)  # d[q, j, k] = s_qk - s_qj, j and k positive
     pos_sum = (pos_step(d_pos) * slot_w.unsqueeze(1)).sum(dim=2) - pos_step(scores.new_zeros(()))  # k != j
-    d_all = scores.unsqueeze(1) - pos_scores.unsqueeze(2)  # d[q, j, k] over all candidates k
-    neg_sum = (neg_step(d_all) @ negative.to(scores.dtype).unsqueeze(-1)).squeeze(-1)
+    negative_w = negative.to(scores.dtype)
+    if isinstance(neg_step, StepSurrogate):
+        neg_sum = negative_step_sum(scores, pos_scores, negative_w, neg_step)
+    else:
+        d_all = scores.unsqueeze(1) - pos_scores.unsqueeze(2)  # d[q, j, k] over all candidates k
+        neg_sum = (neg_step(d_all) @ negative_w.unsqueeze(-1)).squeeze(-1)
     rank_pos = 1 + p * pos_sum
     ratio = rank_pos / (rank_pos + neg_sum)
     return (ratio * slot_w).sum(dim=1) / slot_w.sum(dim=1)

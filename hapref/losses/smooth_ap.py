@@ -6,7 +6,7 @@ from torch import Tensor
 
 from hapref.losses._base import RankingLoss
 from hapref.losses.relaxed_rank import relaxed_rank_ap
-from hapref.losses.surrogates import sigmoid_step
+from hapref.losses.surrogates import SigmoidStep
 
 
 class SmoothAP(RankingLoss):
@@ -26,8 +26,9 @@ class SmoothAP(RankingLoss):
             raise ValueError(f"tau must be positive, got {tau}")
         self.tau = tau
 
-    def _step(self, x: Tensor) -> Tensor:
-        return sigmoid_step(x, self.tau)
+    @property
+    def _step(self) -> SigmoidStep:
+        return SigmoidStep(self.tau)
 
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return 1 - relaxed_rank_ap(scores, positive, negative, self._step, self._step)

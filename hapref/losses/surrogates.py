@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import torch
+from abc import ABC, abstractmethod
+
 from torch import Tensor
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
@@ -13,43 +14,107 @@ def heaviside(x: Tensor) -> Tensor:
     return (x > 0).to(x.dtype)
 
 
-def sigmoid_step(x: Tensor, tau: float) -> Tensor:
-    """Smooth-AP's relaxation G(x; τ) = 1 / (1 + exp(-x/τ)) of the step H (HAP-VR Eq. 7).
+class StepSurrogate(ABC):
+    """A differentiable relaxation φ of the step H for positive–negative pairs (HAP-VR Eq. 7 and Eq. 10).
 
-    ``torch.sigmoid`` saturates without overflow, so no clamping is needed for large |x|/τ.
+    Calling it gives φ(x) with autograd; :meth:`value_and_slope_` gives φ(x) and φ'(x) without autograd, which
+    is what :func:`hapref.losses.relaxed_rank_ap` needs to fuse its largest sums (see :func:`negative_step_sum`).
     """
-    if tau <= 0:
-        raise ValueError(f"tau must be positive, got {tau}")
-    return torch.sigmoid(x / tau)
+
+    @abstractmethod
+    def value_and_slope_(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """φ(x) and φ'(x), computed without autograd; ``x`` is overwritten."""
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return _Surrogate.apply(x, self)
 
 
-class _QuadLinear(Function):
-    """R⁻ as c² + 2·[t − 1]₊ with t = x/δ + 1 and c = clamp(t, 0, 1), computed in place.
-
-    Its slope is (2/δ)·c, so backward needs only c; the forward makes two full-size tensors.
-    """
+class _Surrogate(Function):
+    """φ(x) with the slope from the forward pass kept for backward (one saved tensor, no recomputation)."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, delta: float) -> Tensor:
-        t = (x / delta).add_(1)
-        c = t.clamp(min=0, max=1)
-        ctx.save_for_backward(c)
-        ctx.delta = delta
-        return t.sub_(1).clamp_(min=0).mul_(2).addcmul_(c, c)
+    def forward(ctx, x: Tensor, step: StepSurrogate) -> Tensor:
+        value, slope = step.value_and_slope_(x.clone())
+        ctx.save_for_backward(slope)
+        return value
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
-        (c,) = ctx.saved_tensors
-        return (grad * c).mul_(2 / ctx.delta), None
+        (slope,) = ctx.saved_tensors
+        return grad * slope, None
 
 
-def quad_linear(x: Tensor, delta: float) -> Tensor:
+class SigmoidStep(StepSurrogate):
+    """Smooth-AP's relaxation G(x; τ) = 1 / (1 + exp(-x/τ)) of the step H (HAP-VR Eq. 7).
+
+    ``torch.sigmoid`` saturates without overflow, so no clamping is needed for large |x|/τ.
+    """
+
+    def __init__(self, tau: float) -> None:
+        if tau <= 0:
+            raise ValueError(f"tau must be positive, got {tau}")
+        self.tau = tau
+
+    def value_and_slope_(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        value = x.div_(self.tau).sigmoid_()
+        return value, (value - value * value).div_(self.tau)  # G' = G (1 - G) / τ
+
+
+class QuadLinearStep(StepSurrogate):
     """QuadLinear surrogate R⁻(x; δ) for positive–negative pairs, HAP-VR Eq. 10.
 
     Zero for x ≤ −δ, the parabola (x/δ + 1)² on (−δ, 0] and the tangent line 1 + 2x/δ for x > 0:
-    continuous, C¹, convex, non-decreasing, equal to 1 at 0 and never below the step H.
+    continuous, C¹, convex, non-decreasing, equal to 1 at 0 and never below the step H. Computed in place
+    as c² + 2·[t − 1]₊ with t = x/δ + 1 and c = clamp(t, 0, 1); its slope is (2/δ)·c.
     """
-    if delta <= 0:
-        raise ValueError(f"delta must be positive, got {delta}")
-    return _QuadLinear.apply(x, delta)
+
+    def __init__(self, delta: float) -> None:
+        if delta <= 0:
+            raise ValueError(f"delta must be positive, got {delta}")
+        self.delta = delta
+
+    def value_and_slope_(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        t = x.div_(self.delta).add_(1)
+        c = t.clamp(min=0, max=1)
+        value = t.sub_(1).clamp_(min=0).mul_(2).addcmul_(c, c)
+        return value, c.mul_(2 / self.delta)
+
+
+def sigmoid_step(x: Tensor, tau: float) -> Tensor:
+    """G(x; τ) of HAP-VR Eq. 7 as a function (see :class:`SigmoidStep`)."""
+    return SigmoidStep(tau)(x)
+
+
+def quad_linear(x: Tensor, delta: float) -> Tensor:
+    """R⁻(x; δ) of HAP-VR Eq. 10 as a function (see :class:`QuadLinearStep`)."""
+    return QuadLinearStep(delta)(x)
+
+
+class _NegativeStepSum(Function):
+    """``out[q, j] = Σ_k N[q, k] · φ(s[q, k] − p[q, j])``, with a backward of two batched matrix products.
+
+    The ``[Q, P, M]`` differences are built once and overwritten by φ; only φ' is kept. Backward never
+    materialises a ``[Q, P, M]`` gradient: ∂/∂s[q, k] = N[q, k] Σ_j g[q, j] φ'[q, j, k] and
+    ∂/∂p[q, j] = −g[q, j] Σ_k N[q, k] φ'[q, j, k].
+    """
+
+    @staticmethod
+    def forward(ctx, scores: Tensor, pos_scores: Tensor, negative: Tensor, step: StepSurrogate) -> Tensor:
+        value, slope = step.value_and_slope_(scores.unsqueeze(1) - pos_scores.unsqueeze(2))
+        ctx.save_for_backward(slope, negative)
+        return (value @ negative.unsqueeze(-1)).squeeze(-1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, None, None]:
+        slope, negative = ctx.saved_tensors
+        grad_scores = (grad.unsqueeze(1) @ slope).squeeze(1).mul_(negative)
+        grad_pos = (slope @ negative.unsqueeze(-1)).squeeze(-1).mul_(grad).neg_()
+        return grad_scores, grad_pos, None, None
+
+
+def negative_step_sum(scores: Tensor, pos_scores: Tensor, negative: Tensor, step: StepSurrogate) -> Tensor:
+    """Σ_{k ∈ N} φ(s_qk − s_qj) ``[Q, P]`` for scores ``[Q, M]``, positive scores ``[Q, P]`` and a float 0/1
+    negative mask ``[Q, M]``: the negative part of rank(j) in HAP-VR Eq. 8 and Eq. 11, fused (see above)."""
+    return _NegativeStepSum.apply(scores, pos_scores, negative, step)
