@@ -33,7 +33,10 @@ __all__ = [
 
 
 def window_features(frame_features: Tensor, window: int) -> Tensor:
-    """All stride-1 windows of per-frame features ``[T, F]`` as ``[T - W + 1, W, F]`` (a view)."""
+    """All stride-1 windows of per-frame features ``[T, F]`` as ``[T - W + 1, W, F]`` (a view).
+
+    Radial "Testing", Fig. 3.
+    """
     if frame_features.ndim != 2 or frame_features.shape[0] < window or window < 1:
         raise ValueError(f"frame_features must be [T, F] with T >= window={window}, got {tuple(frame_features.shape)}")
     return frame_features.unfold(0, window, 1).transpose(1, 2)
@@ -117,13 +120,13 @@ def distance_scan(embeddings: Tensor, window: int, cut_threshold: float) -> tupl
 
 
 def detect_cuts(embeddings: Tensor, window: int, cut_threshold: float) -> list[int]:
-    """Cut frames found by :func:`distance_scan`."""
+    """Cut frames found by :func:`distance_scan`. Radial "Testing", Fig. 3."""
     return distance_scan(embeddings, window, cut_threshold)[0]
 
 
 def contrast_cut_scores(embeddings: Tensor, window: int) -> Tensor:
     """``[N + W - 1]`` score per frame t: distance between the window that ends just before t and the one
-    that starts at t (0 where either is missing). A variant of the paper's scan that needs no anchor."""
+    that starts at t (0 where either is missing). A variant of the Radial Fig. 3 scan that needs no anchor."""
     scores = torch.zeros(embeddings.shape[0] + window - 1, dtype=embeddings.dtype)
     before, after = embeddings[: embeddings.shape[0] - window], embeddings[window:]
     scores[window: embeddings.shape[0]] = (after - before).norm(dim=-1)
@@ -151,7 +154,8 @@ def critical_scores(embeddings: Tensor, clips: list[tuple[int, int]], window: in
 
 def histogram_cut_scores(frames: Tensor, bins: int = 8) -> Tensor:
     """Colour-histogram change between consecutive frames ``[T - 1]`` (L1 distance of normalised joint RGB
-    histograms, the classic SBD baseline's signal); score k belongs to the cut before frame k + 1."""
+    histograms, the classic SBD baseline's signal); score k belongs to the cut before frame k + 1.
+    The baseline in the role of Radial Table 1."""
     quantised = (frames.long() * bins // 256)  # [T, H, W, 3]
     codes = (quantised[..., 0] * bins + quantised[..., 1]) * bins + quantised[..., 2]
     hist = torch.zeros(frames.shape[0], bins ** 3).scatter_add_(
@@ -161,7 +165,10 @@ def histogram_cut_scores(frames: Tensor, bins: int = 8) -> Tensor:
 
 
 def match_cuts(predicted: list[int], truth: list[int], tolerance: int = 2) -> dict[str, float]:
-    """Precision, recall and F1 of cut frames, each true cut matched to at most one prediction within ``tolerance``."""
+    """Precision, recall and F1 of cut frames, each true cut matched to at most one prediction within ``tolerance``.
+
+    The shot-boundary scores of Radial Table 1.
+    """
     free = sorted(truth)
     hits = 0
     for cut in sorted(predicted):
@@ -180,7 +187,10 @@ def _prf(hits: int, predicted: int, actual: int) -> dict[str, float]:
 
 
 def clip_critical_prf(detected_clips: list[tuple[int, int]], flagged: Tensor, video: HighlightVideo) -> dict[str, float]:
-    """Critical-clip detection P/R/F1: a flagged detected clip is right when the true clip it overlaps most is critical."""
+    """Critical-clip detection P/R/F1: a flagged detected clip is right when the true clip it overlaps most is critical.
+
+    The critical-clip scores of Radial Table 1.
+    """
     def best_match(start: int, end: int) -> int:
         overlaps = [min(end, e) - max(start, s) for s, e in video.clips]
         return max(range(len(overlaps)), key=overlaps.__getitem__)

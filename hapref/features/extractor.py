@@ -31,6 +31,7 @@ class FeatureExtractor(nn.Module):
     ``"l3imac"`` (default), ``"imac"``, ``"l3irmac"``; ``whitening`` an optional fitted
     :class:`PCAWhitening` (fit one with :meth:`fit_whitening`). Frames are processed
     ``batch_size`` at a time without gradients; the extractor is frozen.
+    HAP-VR §3.2 region features; TCA §3.2 (Eq. 1) frame features.
     """
 
     def __init__(self, backbone: str | Backbone = "efficientnet-lite0", pooling: str = "l3imac", grid: int = 3,

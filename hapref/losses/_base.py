@@ -69,6 +69,7 @@ def gather_positives(scores: Tensor, positive: Tensor) -> tuple[Tensor, Tensor]:
     """Scores of each row's positives packed to the left, ``[Q, P_max]``, and which slots are real.
 
     Pair terms are then built for positives only (``[Q, P_max, M]`` instead of ``[Q, M, M]``).
+    Used by the relaxed-rank AP losses (HAP-VR Eq. 8 and Eq. 11).
     """
     count = positive.sum(dim=1)
     width = int(count.max()) if count.numel() else 0

@@ -34,7 +34,10 @@ class Contrastive(RankingLoss):
 
 
 class Triplet(RankingLoss):
-    """Triplet loss (Schroff et al. 2015) on similarities: mean over (p, n) of [s_n − s_p + margin]₊."""
+    """Triplet loss (Schroff et al. 2015) on similarities: mean over (p, n) of [s_n − s_p + margin]₊.
+
+    A pair-wise baseline of HAP-VR Table 2 (REFERENCE-FACTS §4.5).
+    """
 
     pairwise = True
 

@@ -22,7 +22,10 @@ from hapref.validation import check_scores_relevance
 
 
 def ap_per_row(scores: Tensor, relevance: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
-    """AP of every row of [Q,M] inputs (0 where a row has no relevant item) and its number of relevant items."""
+    """AP of every row of [Q,M] inputs (0 where a row has no relevant item) and its number of relevant items.
+
+    HAP-VR Eq. 6 (REFERENCE-FACTS §3.1).
+    """
     dtype = work_dtype(scores.dtype)
     order = rank_rows(scores, keep)
     sorted_scores, sorted_keep = scores.gather(-1, order), keep.gather(-1, order)

@@ -24,7 +24,10 @@ AUTOSSVH_NS = (5, 20, 40, 60, 80, 100)
 
 def map_at_ns(scores: Tensor, relevance: Tensor, ns: Sequence[int], convention: str = "standard",
               mask: Tensor | None = None) -> Tensor:
-    """mAP@N for several N from one sort: a [len(ns)] tensor (see :func:`map_at_n`)."""
+    """mAP@N for several N from one sort: a [len(ns)] tensor (see :func:`map_at_n`).
+
+    AutoSSVH's evaluation (REFERENCE-FACTS §7.5).
+    """
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     if len(ns) == 0 or any(not isinstance(n, Integral) or isinstance(n, bool) or n < 1 for n in ns):
@@ -43,7 +46,7 @@ def map_at_ns(scores: Tensor, relevance: Tensor, ns: Sequence[int], convention: 
 
 def ap_at_ns_per_row(scores: Tensor, relevance: Tensor, keep: Tensor, ns: Sequence[int],
                      convention: str) -> Tensor:
-    """AP@N of every row for every N: [Q, len(ns)]."""
+    """AP@N of every row for every N: [Q, len(ns)]. AutoSSVH's evaluation (REFERENCE-FACTS §7.5)."""
     dtype = work_dtype(scores.dtype)
     top = min(max(ns), scores.shape[-1])
     order = rank_rows(scores, keep)[:, :top]

@@ -31,7 +31,7 @@ def check_gains(gains: object, scores: Tensor) -> Tensor:
 
 
 def dcg_per_row(scores: Tensor, gains: Tensor, keep: Tensor, k: int | None) -> tuple[Tensor, Tensor]:
-    """Tie-averaged DCG@k and ideal DCG@k of every row of [Q,M] inputs."""
+    """Tie-averaged DCG@k and ideal DCG@k of every row of [Q,M] inputs. The NDCG of Radial Table 2."""
     dtype = gains.dtype
     m = scores.shape[-1]
     order = rank_rows(scores, keep)

@@ -25,6 +25,7 @@ def frame_features(backbone: nn.Module, frames: Tensor, chunk: int = 64) -> Tens
 
     Backbones of :mod:`hapref.features` are used through their ``embed`` (global-average-pooled
     last stage); any other module must map frames to ``[T, F]`` itself.
+    The per-frame CNN of the quadlet network (Radial Fig. 1(i)).
     """
     embed = backbone.embed if hasattr(backbone, "embed") else backbone
     with torch.no_grad():
@@ -32,7 +33,10 @@ def frame_features(backbone: nn.Module, frames: Tensor, chunk: int = 64) -> Tens
 
 
 def pad_features(sequences: list[Tensor]) -> tuple[Tensor, Tensor]:
-    """Right-pad ``[T_k, F]`` sequences to ``[B, T_max, F]``; also return the lengths ``[B]``."""
+    """Right-pad ``[T_k, F]`` sequences to ``[B, T_max, F]``; also return the lengths ``[B]``.
+
+    Input of the quadlet network's LSTM (Radial Fig. 1(i)).
+    """
     if not sequences:
         raise ValueError("sequences must hold at least one [T, F] tensor")
     lengths = torch.tensor([s.shape[0] for s in sequences])

@@ -29,7 +29,10 @@ def _check(sim: Tensor, mask: Tensor | None) -> Tensor | None:
 
 
 def pair_mask(query_mask: Tensor | None, target_mask: Tensor | None) -> Tensor | None:
-    """Mask ``[..., Q, T]`` (True = valid) from frame masks ``[..., Q]`` and ``[..., T]``; either may be None."""
+    """Mask ``[..., Q, T]`` (True = valid) from frame masks ``[..., Q]`` and ``[..., T]``; either may be None.
+
+    Masks of padded frames for HAP-VR Eq. 3 and Eq. 5.
+    """
     if query_mask is None and target_mask is None:
         return None
     if query_mask is None:
@@ -56,7 +59,10 @@ def topk_chamfer(sim: Tensor, k: float = 0.0, mask: Tensor | None = None) -> Ten
 
 
 def reduce_topk_chamfer(sim: Tensor, k: float, mask: Tensor | None = None) -> Tensor:
-    """:func:`topk_chamfer` without input checks, for hot paths that built ``sim`` and ``mask`` themselves."""
+    """:func:`topk_chamfer` without input checks, for hot paths that built ``sim`` and ``mask`` themselves.
+
+    HAP-VR Eq. 3 and Eq. 5.
+    """
     if mask is None:
         top = max(1, round(k * sim.shape[-1]))
         rows = sim.amax(dim=-1) if top == 1 else sim.topk(top, dim=-1).values.mean(dim=-1)

@@ -107,7 +107,10 @@ def _fit_length(frames: Tensor, length: int, generator: torch.Generator) -> Tens
 
 
 def make_views(clip: Tensor, count: int, length: int, generator: torch.Generator) -> list[Tensor]:
-    """One weak view (crop + flip) and ``count`` strong views (one temporal + two spatial edits), ``length`` frames each."""
+    """One weak view (crop + flip) and ``count`` strong views (one temporal + two spatial edits), ``length`` frames each.
+
+    The S2VS weak/strong views HAP-VR trains on (REFERENCE-FACTS §2.4).
+    """
     def edit(frames: Tensor, names: list[str]) -> Tensor:
         for name in names:
             frames, _ = TRANSFORMS[name](frames, generator)
@@ -222,7 +225,10 @@ class HAPVRTask:
 
 
 def untrained_scores(profile: str, measure: str = "chamfer", k: float = 0.0) -> Tensor:
-    """Training-free scores on the same features: two-level (TopK-)Chamfer without ψ (the chapter 3 baseline)."""
+    """Training-free scores on the same features: two-level (TopK-)Chamfer without ψ (the chapter 3 baseline).
+
+    HAP-VR Eq. 3 and Eq. 5 without ψ.
+    """
     d = prepare_data(profile)
     net = VideoSimilarityNetwork(spatial_k=0.1, temporal_k=1.0 if measure == "mean" else k, comparator=False)
     with torch.no_grad():

@@ -79,7 +79,10 @@ class TrainResult:
 
 
 def lr_factor(step: int, config: TrainConfig, start: float = 0.01, final: float = 0.1) -> float:
-    """Learning-rate multiplier after ``step`` updates: linear warm-up from ``start``·lr, then cosine to ``final``·lr."""
+    """Learning-rate multiplier after ``step`` updates: linear warm-up from ``start``·lr, then cosine to ``final``·lr.
+
+    The released HAP-VR schedule (REFERENCE-FACTS §1.6).
+    """
     if step < config.warmup_steps:
         return start + (1.0 - start) * step / config.warmup_steps
     span = max(config.steps - config.warmup_steps, 1)

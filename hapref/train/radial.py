@@ -95,7 +95,10 @@ def _sample(loss: str, split: FeatureSplit, count: int, generator: torch.Generat
 
 def order_metrics(train_emb: Tensor, test_emb: Tensor, train: FeatureSplit, test: FeatureSplit,
                   quadlets: Tensor) -> dict[str, float]:
-    """QP, TP (on test ``quadlets`` [Q, 4]), NDCG and MAP (test queries vs the train split) of embeddings."""
+    """QP, TP (on test ``quadlets`` [Q, 4]), NDCG and MAP (test queries vs the train split) of embeddings.
+
+    Radial Table 2 metrics.
+    """
     q, p, i, n = (test_emb[quadlets[:, k]] for k in range(4))
     s_qp, s_qi, s_qn = -squared_distance(q, p), -squared_distance(q, i), -squared_distance(q, n)
     scores = test_emb @ train_emb.T  # unit vectors: ranking by cosine = ranking by distance
