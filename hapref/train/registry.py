@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-PIPELINES: dict[str, str] = {"hapvr": "hapref.train.hapvr", "radial": "hapref.train.radial"}
+PIPELINES: dict[str, str] = {"hapvr": "hapref.train.hapvr", "radial": "hapref.train.radial",
+                             "tca": "hapref.train.tca", "autossvh": "hapref.train.autossvh"}
 PROFILES: tuple[str, ...] = ("smoke", "quick", "full")
 
 

@@ -1,0 +1,168 @@
+"""AutoSSVH's objective: frame reconstruction, view contrast, component voting and P2Set (Eq. 10–17).
+
+Codes are ``[N, K]`` tensors; binary codes hold ±1 (straight-through during training, see
+:func:`hapref.models.autossvh.binarize_st`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from hapref.validation import check_float_tensor
+
+__all__ = ["LOSS_WEIGHTS", "AutoSSVHWeights", "autossvh_loss", "component_vote", "dcl_loss", "frame_reconstruction",
+           "kmeans_clusters", "p2set_loss", "view_contrast"]
+
+
+@dataclass(frozen=True)
+class AutoSSVHWeights:
+    """α (view contrast) and β (P2Set) of AutoSSVH Eq. 17, with the contrast temperatures."""
+
+    alpha: float = 1.0
+    beta: float = 0.2
+    tau: float = 0.5
+    tau_plus: float = 0.1
+
+
+#: Per-dataset weights of the released configs (REFERENCE-FACTS §7.4).
+LOSS_WEIGHTS: dict[str, AutoSSVHWeights] = {
+    "ucf101": AutoSSVHWeights(1.0, 0.2, 0.5, 0.1),
+    "hmdb51": AutoSSVHWeights(1.0, 0.2, 0.5, 0.1),
+    "activitynet": AutoSSVHWeights(0.2, 0.01, 0.5, 0.05),
+    "fcvid": AutoSSVHWeights(1.0, 0.01, 0.5, 0.1),
+}
+
+
+def frame_reconstruction(pred: Tensor, target: Tensor, per_dim: bool = True) -> Tensor:
+    """FR loss (AutoSSVH Eq. 13): mean over videos and dropped frames of ``||v - v̂||²``.
+
+    ``per_dim=True`` also divides by the feature size D (the released ``MSELoss``), keeping the term
+    of order 1 whatever D is; ``False`` is the literal Eq. 13. Empty (no dropped frame) -> 0.
+    """
+    pred = check_float_tensor(pred, "pred", 3)
+    if target.shape != pred.shape:
+        raise ValueError(f"target must have the shape of pred {tuple(pred.shape)}, got {tuple(target.shape)}")
+    if pred.numel() == 0:
+        return pred.sum()
+    sq = (pred - target).square()
+    return sq.mean() if per_dim else sq.sum(-1).mean()
+
+
+def _pair_similarity(b1: Tensor, b2: Tensor, tau: float) -> tuple[Tensor, Tensor]:
+    b1 = check_float_tensor(b1, "b1", 2)
+    if b2.shape != b1.shape:
+        raise ValueError(f"b2 must have the shape of b1 {tuple(b1.shape)}, got {tuple(b2.shape)}")
+    if tau <= 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    z = F.normalize(torch.cat([b1, b2]), dim=-1)
+    n = b1.shape[0]
+    partner = torch.cat([torch.arange(n, 2 * n), torch.arange(n)]).to(b1.device)
+    return z @ z.T / tau, partner
+
+
+def view_contrast(b1: Tensor, b2: Tensor, tau: float = 0.5) -> Tensor:
+    """VC loss, the paper's InfoNCE form (AutoSSVH Eq. 14–15) on the codes of two views [N, K].
+
+    Each of the 2N codes has its other view as positive and the 2N − 2 remaining codes as
+    negatives; similarity is the cosine over τ. Fewer than 2 videos -> 0.
+    """
+    logits, partner = _pair_similarity(b1, b2, tau)
+    if b1.shape[0] < 2:
+        return logits.sum() * 0
+    logits = logits.masked_fill(torch.eye(len(logits), dtype=torch.bool, device=logits.device), float("-inf"))
+    return F.cross_entropy(logits, partner)
+
+
+def dcl_loss(b1: Tensor, b2: Tensor, tau: float = 0.5, tau_plus: float = 0.1) -> Tensor:
+    """Debiased contrastive VC loss (Chuang et al. 2020), the released code's form (REFERENCE-FACTS §7.3).
+
+    ``Ng = max((Σ_neg e^{s} − τ⁺·n·e^{s⁺}) / (1 − τ⁺), n·e^{−1/τ})`` with n = 2N − 2 negatives and
+    ``L = mean(−log(e^{s⁺} / (e^{s⁺} + Ng)))``; τ⁺ = 0 gives back :func:`view_contrast`.
+    """
+    if not 0 <= tau_plus < 1:
+        raise ValueError(f"tau_plus must lie in [0, 1), got {tau_plus}")
+    logits, partner = _pair_similarity(b1, b2, tau)
+    if b1.shape[0] < 2:
+        return logits.sum() * 0
+    n = len(logits) - 2
+    rows = torch.arange(len(logits), device=logits.device)
+    pos = logits[rows, partner]
+    negative = torch.ones_like(logits, dtype=torch.bool)
+    negative[rows, rows] = False
+    negative[rows, partner] = False
+    neg = logits.masked_fill(~negative, float("-inf")).exp().sum(-1)
+    ng = ((neg - tau_plus * n * pos.exp()) / (1 - tau_plus)).clamp_min(n * math.exp(-1 / tau))
+    return (torch.log(pos.exp() + ng) - pos).mean()
+
+
+def component_vote(codes: Tensor, labels: Tensor, num_clusters: int | None = None) -> Tensor:
+    """Voted cluster centres (AutoSSVH Eq. 10–12): per bit, +1 if at least half the members say +1.
+
+    Args:
+        codes: [N, K] codes in {±1}.
+        labels: [N] cluster ids in ``[0, num_clusters)``.
+        num_clusters: number of centres (default ``labels.max() + 1``); an empty cluster gets all +1.
+
+    Returns:
+        [C, K] centres in {±1}. The vote minimises the summed Hamming distance to the members
+        (Eq. 24–37): each bit is chosen independently and the majority value costs least.
+    """
+    codes = check_float_tensor(codes, "codes", 2)
+    if labels.shape != codes.shape[:1] or labels.dtype in (torch.bool,) or labels.is_floating_point():
+        raise ValueError(f"labels must be [N={codes.shape[0]}] integer cluster ids, got {labels.dtype} "
+                         f"{tuple(labels.shape)}")
+    if not ((codes == 1) | (codes == -1)).all():
+        raise ValueError("codes must hold only -1/+1")
+    c = int(labels.max()) + 1 if num_clusters is None and len(labels) else (num_clusters or 0)
+    if len(labels) and (labels.min() < 0 or labels.max() >= c):
+        raise ValueError(f"labels must lie in [0, num_clusters={c})")
+    votes = codes.new_zeros(c, codes.shape[1]).index_add_(0, labels.to(codes.device), codes)
+    return torch.where(votes >= 0, 1.0, -1.0).to(codes.dtype)
+
+
+def kmeans_clusters(codes: Tensor, num_clusters: int, seed: int = 0) -> Tensor:
+    """k-means cluster ids [N] of codes [N, K] (scikit-learn, deterministic in ``seed``), the pseudo labels of P2Set."""
+    from sklearn.cluster import KMeans
+
+    codes = check_float_tensor(codes, "codes", 2)
+    if not 1 <= num_clusters <= codes.shape[0]:
+        raise ValueError(f"num_clusters must lie in [1, N={codes.shape[0]}], got {num_clusters}")
+    data = codes.detach().double().cpu().numpy()
+    labels = KMeans(num_clusters, n_init=3, random_state=seed).fit_predict(data)
+    return torch.from_numpy(np.asarray(labels, dtype=np.int64)).to(codes.device)
+
+
+def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, tau: float = 0.2) -> Tensor:
+    """P2Set loss (AutoSSVH Eq. 16) for one clustering, averaged over the codes.
+
+    ``−log( e^{cos(b_i, c_{y_i})/τ} / Σ_m e^{cos(b_i, c_m)/τ} )``: pull every code to its voted
+    centre and away from the other centres. Sum over several clusterings is the caller's.
+
+    Args:
+        codes: [N, K] (straight-through binary) codes.
+        assigned: [N] cluster ids of the codes.
+        centres: [C, K] voted centres.
+    """
+    codes = check_float_tensor(codes, "codes", 2)
+    centres = check_float_tensor(centres, "centres", 2)
+    if centres.shape[1] != codes.shape[1]:
+        raise ValueError(f"centres must be [C, K={codes.shape[1]}], got {tuple(centres.shape)}")
+    if assigned.shape != codes.shape[:1]:
+        raise ValueError(f"assigned must be [N={codes.shape[0]}] cluster ids, got {tuple(assigned.shape)}")
+    if tau <= 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    if codes.shape[0] == 0:
+        return codes.sum()
+    logits = F.normalize(codes, dim=-1) @ F.normalize(centres.to(codes.dtype), dim=-1).T / tau
+    return F.cross_entropy(logits, assigned.to(codes.device))
+
+
+def autossvh_loss(fr: Tensor, vc: Tensor, p2set: Tensor, weights: AutoSSVHWeights) -> Tensor:
+    """``L = L_FR + α·L_VC + β·L_P2Set`` (AutoSSVH Eq. 17)."""
+    return fr + weights.alpha * vc + weights.beta * p2set

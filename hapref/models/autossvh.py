@@ -1,0 +1,259 @@
+"""AutoSSVH's networks: Grade-Net sampler, Gumbel top-K with straight-through, hashing Transformer, decoder.
+
+Shapes: frame features ``[B, T, D]``; the sampler drops ``M`` of the ``T`` frames of each view
+(AutoSSVH Eq. 4–5) and the hashing network sees the ``T - M`` kept frames in temporal order.
+Sizes follow the released config (REFERENCE-FACTS §7.2): "small" = dim 256, 12 blocks, 6 heads,
+decoder 192 / 2 blocks / 3 heads; "mini" is a CPU-sized stand-in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from hapref.validation import check_float_tensor
+
+__all__ = ["PRESETS", "AutoSSVHNet", "GradeNet", "HashPreset", "binarize_st", "drop_index", "gradient_reversal",
+           "gumbel_noise", "gumbel_topk", "hash_codes", "num_dropped", "random_drop", "sinusoidal_positions"]
+
+
+@dataclass(frozen=True)
+class HashPreset:
+    """Encoder / decoder sizes of the hashing network."""
+
+    dim: int
+    depth: int
+    heads: int
+    dec_dim: int
+    dec_depth: int
+    dec_heads: int
+
+
+PRESETS: dict[str, HashPreset] = {
+    "mini": HashPreset(dim=64, depth=2, heads=2, dec_dim=48, dec_depth=1, dec_heads=2),
+    "small": HashPreset(dim=256, depth=12, heads=6, dec_dim=192, dec_depth=2, dec_heads=3),
+}
+
+
+class _GradientReversal(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, scale: float) -> Tensor:  # type: ignore[override]
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        return -ctx.scale * grad, None
+
+
+def gradient_reversal(x: Tensor, scale: float = 1.0) -> Tensor:
+    """Identity forward, ``-scale ×`` gradient backward: the sampler ascends the loss the hasher descends (Eq. 18–19)."""
+    return _GradientReversal.apply(x, scale)
+
+
+def gumbel_noise(shape: torch.Size | tuple[int, ...], eps: float = 1e-10, generator: torch.Generator | None = None,
+                 device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> Tensor:
+    """``G = -log(-log(U) + ε) + ε`` with ``U ~ U(0, 1)`` (AutoSSVH Eq. 3)."""
+    u = torch.rand(shape, generator=generator, dtype=dtype).to(device)
+    return -torch.log(-torch.log(u.clamp_min(eps)) + eps) + eps
+
+
+def gumbel_topk(scores: Tensor, k: int, delta: float = 1.0, temperature: float = 1.0, eps: float = 1e-10,
+                generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    """Differentiable top-``k`` frame choice (AutoSSVH Eq. 2 and 4) with a straight-through estimator.
+
+    ``p = softmax((S + δ·G) / temperature)`` over the frames; the forward value is the exact k-hot
+    vector of the ``k`` largest ``p`` and the backward pass uses the gradient of ``p``.
+
+    Args:
+        scores: [B, T] frame scores.
+        k: frames to pick, 0 <= k <= T.
+        delta: Gumbel noise scale δ (0 = deterministic top-k of the scores).
+
+    Returns:
+        ``(hard, index)``: [B, T] k-hot (ST) and the [B, k] picked indices in temporal order.
+    """
+    scores = check_float_tensor(scores, "scores", 2)
+    if not 0 <= k <= scores.shape[1]:
+        raise ValueError(f"k must lie in [0, T={scores.shape[1]}], got {k}")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    noise = gumbel_noise(scores.shape, eps, generator, scores.device, scores.dtype)
+    soft = torch.softmax((scores + delta * noise) / temperature, dim=-1)
+    index = soft.topk(k, dim=-1).indices.sort(dim=-1).values
+    hard = torch.zeros_like(soft).scatter(-1, index, 1.0)
+    return hard - soft.detach() + soft, index
+
+
+def drop_index(x: Tensor, drop: Tensor) -> tuple[Tensor, Tensor]:
+    """DropIndex (AutoSSVH Eq. 5): remove frames ``drop`` [B, M] from ``x`` [B, T, ...].
+
+    Returns the kept frames ``[B, T-M, ...]`` in temporal order and their indices ``[B, T-M]``.
+    """
+    if drop.ndim != 2 or drop.shape[0] != x.shape[0]:
+        raise ValueError(f"drop must be [B={x.shape[0]}, M] indices, got shape {tuple(drop.shape)}")
+    keep_mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device).scatter(1, drop, False)
+    if (keep_mask.sum(1) != x.shape[1] - drop.shape[1]).any():
+        raise ValueError("drop must hold distinct indices in every row")
+    keep = keep_mask.nonzero()[:, 1].view(x.shape[0], -1)
+    return _gather(x, keep), keep
+
+
+def _gather(x: Tensor, index: Tensor) -> Tensor:
+    return x.gather(1, index.view(*index.shape, *([1] * (x.ndim - 2))).expand(*index.shape, *x.shape[2:]))
+
+
+def random_drop(batch: int, frames: int, num_drop: int, generator: torch.Generator | None = None,
+                device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:
+    """ConMH-style random masks of two views (REFERENCE-FACTS §7.3): shuffle the frames once;
+    view 1 drops the last ``num_drop`` shuffled frames, view 2 the first ``num_drop``.
+
+    Returns two [B, num_drop] index tensors, sorted.
+    """
+    if not 0 <= num_drop < frames:
+        raise ValueError(f"num_drop must lie in [0, frames={frames}), got {num_drop}")
+    perm = torch.rand(batch, frames, generator=generator).argsort(-1).to(device)
+    return perm[:, frames - num_drop:].sort(-1).values, perm[:, :num_drop].sort(-1).values
+
+
+def binarize_st(h: Tensor) -> Tensor:
+    """``sgn(h)`` (0 -> +1) forward, identity gradient backward: the straight-through binary code (Eq. 7)."""
+    return h + (torch.where(h >= 0, 1.0, -1.0).to(h.dtype) - h).detach()
+
+
+def hash_codes(frame_codes: Tensor) -> Tensor:
+    """Binary video codes ``b = sgn(MeanPool(H))`` ∈ {±1}^K, ties -> +1 (AutoSSVH Eq. 7)."""
+    return torch.where(frame_codes.mean(1) >= 0, 1.0, -1.0).to(frame_codes.dtype)
+
+
+def sinusoidal_positions(length: int, dim: int) -> Tensor:
+    """The fixed sine/cosine position table ``[length, dim]`` of the hashing encoder."""
+    pos = torch.arange(length, dtype=torch.float64)[:, None]
+    freq = torch.pow(10000.0, -2 * (torch.arange(dim) // 2).double() / dim)
+    angle = pos * freq
+    return torch.where(torch.arange(dim) % 2 == 0, angle.sin(), angle.cos()).float()
+
+
+class _Block(nn.Module):
+    """Pre-norm Transformer block; ``heads`` need not divide ``dim`` (attention width = heads·(dim // heads))."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        width = self.heads * self.head_dim
+        self.norm1, self.norm2 = nn.LayerNorm(dim, eps=1e-6), nn.LayerNorm(dim, eps=1e-6)
+        self.qkv, self.proj = nn.Linear(dim, 3 * width), nn.Linear(width, dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, t, _ = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        x = x + self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, -1))
+        return x + self.mlp(self.norm2(x))
+
+
+class GradeNet(nn.Module):
+    """Per-frame score ``S = sigmoid(W4(LN(W2 σ(W1 V)) + V))`` ∈ (0, 1) (AutoSSVH Eq. 1)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.w1, self.w2, self.w4 = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, 1)
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """[B, T, dim] embedded frame tokens -> [B, T] scores."""
+        return torch.sigmoid(self.w4(self.norm(self.w2(F.gelu(self.w1(tokens)))) + tokens)).squeeze(-1)
+
+
+class AutoSSVHNet(nn.Module):
+    """Grade-Net sampler + hashing Transformer + frame-reconstruction decoder (AutoSSVH Fig. 2)."""
+
+    def __init__(self, feature_dim: int, nbits: int, frames: int, preset: str | HashPreset = "mini") -> None:
+        super().__init__()
+        if isinstance(preset, str):
+            if preset not in PRESETS:
+                raise ValueError(f"preset must be one of {tuple(PRESETS)} or a HashPreset, got {preset!r}")
+            preset = PRESETS[preset]
+        if nbits < 1 or frames < 2 or feature_dim < 1:
+            raise ValueError(f"need nbits >= 1, frames >= 2, feature_dim >= 1; got {nbits}, {frames}, {feature_dim}")
+        self.nbits, self.frames, self.preset = nbits, frames, preset
+        self.embed = nn.Linear(feature_dim, preset.dim)
+        self.register_buffer("pos", sinusoidal_positions(frames, preset.dim), persistent=False)
+        self.grade = GradeNet(preset.dim)
+        self.blocks = nn.Sequential(*(_Block(preset.dim, preset.heads) for _ in range(preset.depth)))
+        self.norm = nn.LayerNorm(preset.dim, eps=1e-6)
+        self.head = nn.Linear(preset.dim, nbits)
+        self.dec_in = nn.Linear(nbits, preset.dec_dim, bias=False)
+        self.dec_pos = nn.Parameter(torch.zeros(frames, preset.dec_dim))
+        self.mask_token = nn.Parameter(torch.randn(preset.dec_dim) * 0.02)
+        self.dec_blocks = nn.Sequential(*(_Block(preset.dec_dim, preset.dec_heads) for _ in range(preset.dec_depth)))
+        self.dec_norm = nn.LayerNorm(preset.dec_dim, eps=1e-6)
+        self.dec_out = nn.Linear(preset.dec_dim, feature_dim)
+
+    def tokens(self, x: Tensor) -> Tensor:
+        """Embedded frame tokens ``[B, T, dim]`` (projection + sinusoidal positions)."""
+        if x.ndim != 3 or x.shape[1] != self.frames:
+            raise ValueError(f"x must be [B, T={self.frames}, D] frame features, got shape {tuple(x.shape)}")
+        return self.embed(x) + self.pos
+
+    def scores(self, x: Tensor) -> Tensor:
+        """Grade-Net scores ``[B, T]`` of the frames of ``x`` (Eq. 1)."""
+        return self.grade(self.tokens(x))
+
+    def frame_codes(self, tokens: Tensor) -> Tensor:
+        """Continuous per-frame codes ``H = tanh(Z)`` ``[B, T', nbits]`` of (kept) tokens (Eq. 6)."""
+        return torch.tanh(self.head(self.norm(self.blocks(tokens))))
+
+    def sample(self, x: Tensor, num_drop: int, adversarial: bool = True, delta: float = 1.0,
+               temperature: float = 1.0, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Learned view: drop the ``num_drop`` highest Gumbel-perturbed Grade-Net frames (Eq. 2–5).
+
+        With ``adversarial`` the scores pass a gradient-reversal layer, so training the whole net on
+        the loss makes the Grade-Net *maximise* it (Eq. 18–19). Returns the kept tokens
+        ``[B, T-M, dim]`` (multiplied by the ST keep-mask, value 1, so gradients reach the scores),
+        the kept and the dropped indices.
+        """
+        tokens = self.tokens(x)
+        scores = self.grade(tokens)
+        if adversarial:
+            scores = gradient_reversal(scores)
+        hard, drop = gumbel_topk(scores, num_drop, delta, temperature, generator=generator)
+        kept, keep = drop_index(tokens * (1.0 - hard)[..., None], drop)
+        return kept, keep, drop
+
+    def view(self, x: Tensor, drop: Tensor, kept_tokens: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Hash a view with frames ``drop`` removed and reconstruct them.
+
+        Returns ``(H, b, recon)``: per-frame codes ``[B, T-M, nbits]``, the straight-through binary
+        video code ``[B, nbits]`` and the decoded dropped frames ``[B, M, D]``.
+        """
+        if kept_tokens is None:
+            kept_tokens, keep = drop_index(self.tokens(x), drop)
+        else:
+            keep_mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device).scatter(1, drop, False)
+            keep = keep_mask.nonzero()[:, 1].view(x.shape[0], -1)
+        h = self.frame_codes(kept_tokens)
+        return h, binarize_st(h.mean(1)), self.decode(h, keep, drop)
+
+    def decode(self, h: Tensor, keep: Tensor, drop: Tensor) -> Tensor:
+        """Reconstruct the dropped frames ``[B, M, D]`` from the kept frame codes (decoder of Fig. 2)."""
+        b, m = drop.shape
+        visible = self.dec_in(h) + self.dec_pos[keep]
+        masked = self.mask_token + self.dec_pos[drop]
+        out = self.dec_norm(self.dec_blocks(torch.cat([visible, masked], 1)))
+        return self.dec_out(out[:, out.shape[1] - m:])
+
+    @torch.no_grad()
+    def encode(self, x: Tensor) -> Tensor:
+        """Binary codes ``[B, nbits]`` ∈ {±1} with every frame visible (Eq. 7; evaluation path)."""
+        return hash_codes(self.frame_codes(self.tokens(x)))
+
+
+def num_dropped(frames: int, drop_ratio: float) -> int:
+    """Frames dropped per view, ``int(T · ratio)`` as in the released masks (REFERENCE-FACTS §7.3)."""
+    if not 0 <= drop_ratio < 1:
+        raise ValueError(f"drop_ratio must lie in [0, 1), got {drop_ratio}")
+    return min(int(frames * drop_ratio), frames - 1)

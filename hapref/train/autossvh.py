@@ -1,0 +1,152 @@
+"""AutoSSVH pipeline: self-supervised video hashing on frozen frame features of the fine-grained video set.
+
+``python -m hapref.train autossvh --loss autossvh --profile quick``. Data: the labelled synthetic
+videos of :func:`hapref.train.radial.finegrained_features` (frozen EfficientNet-Lite0 features in
+quick/full), resampled to a fixed number of frames. Training uses no labels. Evaluation is the
+hashing protocol (REFERENCE-FACTS §7.5): test videos query the train split (the database) by Hamming
+distance; a database video is relevant when it shares the query's *class* (source photo).
+
+Losses (ablations): ``autossvh`` = learned adversarial sampler + FR + VC + P2Set (the paper);
+``autossvh_no_p2set`` = learned sampler without P2Set; ``random_mask`` = ConMH-style random masks +
+FR + VC + P2Set (what the released code trains, REFERENCE-FACTS §7.3); ``random_mask_no_p2set`` = ConMH.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from hapref.losses.autossvh import (AutoSSVHWeights, autossvh_loss, component_vote, dcl_loss, frame_reconstruction,
+                                    kmeans_clusters, p2set_loss, view_contrast)
+from hapref.metrics.hashing import map_at_ns
+from hapref.models.autossvh import AutoSSVHNet, num_dropped, random_drop
+from hapref.train.loop import TrainConfig
+from hapref.train.radial import FeatureSplit, finegrained_features
+
+__all__ = ["LOSSES", "PROFILES", "AutoSSVHTask", "build", "fixed_length", "hamming_scores", "hashing_metrics",
+           "summary_line"]
+
+LOSSES = ("autossvh", "autossvh_no_p2set", "random_mask", "random_mask_no_p2set")
+
+#: Run sizes. ``features`` names the radial profile whose cached frame features are reused.
+PROFILES: dict[str, dict] = {
+    "smoke": dict(features="smoke", frames=6, nbits=16, preset="mini", steps=30, batch=16, lr=1e-3,
+                  drop_ratio=0.5, clusters=(4,), warmup=10, every=10, delta=1.0, contrast="infonce"),
+    "quick": dict(features="quick", frames=8, nbits=16, preset="mini", steps=150, batch=32, lr=1e-3,
+                  drop_ratio=0.5, clusters=(4, 8), warmup=50, every=25, delta=1.0, contrast="infonce"),
+    "full": dict(features="full", frames=25, nbits=64, preset="small", steps=3000, batch=128, lr=1e-4,
+                 drop_ratio=0.5, clusters=(12, 24, 48), warmup=500, every=100, delta=1.0, contrast="dcl"),
+}
+NS = (5, 20, 40, 60, 80, 100)
+
+
+def fixed_length(split: FeatureSplit, frames: int) -> Tensor:
+    """``[N, frames, F]``: each video's frames resampled at evenly spaced indices of its own length."""
+    steps = torch.linspace(0, 1, frames, dtype=torch.float64)
+    index = (steps[None] * (split.lengths[:, None] - 1).double()).round().long()
+    return split.features.gather(1, index[..., None].expand(-1, -1, split.features.shape[-1]))
+
+
+def hamming_scores(query: Tensor, database: Tensor) -> Tensor:
+    """``-Hamming`` distance ``[Q, M]`` of ±1 codes: ``-(K - q·d)/2``."""
+    return -(query.shape[1] - query @ database.T) / 2
+
+
+def hashing_metrics(query: Tensor, database: Tensor, query_labels: Tensor, db_labels: Tensor,
+                    ns: tuple[int, ...] = NS) -> dict[str, float]:
+    """mAP@N (both conventions, N within the database size) and GMAP of ±1 codes (AutoSSVH Sec. 4.2)."""
+    ns = tuple(n for n in ns if n <= database.shape[0])
+    scores = hamming_scores(query.double(), database.double())
+    relevance = query_labels[:, None] == db_labels[None]
+    standard = map_at_ns(scores, relevance, ns, "standard")
+    paper = map_at_ns(scores, relevance, ns, "autossvh")
+    out = {f"mAP@{n}": float(v) for n, v in zip(ns, standard)}
+    out.update({f"mAP@{n}/autossvh": float(v) for n, v in zip(ns, paper)})
+    out["GMAP"] = float(paper.square().sum().sqrt())
+    return out
+
+
+class AutoSSVHTask:
+    """The :class:`hapref.train.loop.Task` of the AutoSSVH pipeline (one loss variant, one seed)."""
+
+    def __init__(self, profile: str, loss: str, seed: int = 0) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+        self.settings = s = PROFILES[profile]
+        self.loss_name, self.seed = loss, seed
+        self.learned = loss.startswith("autossvh")
+        self.use_p2set = not loss.endswith("no_p2set")
+        self.weights = AutoSSVHWeights(alpha=1.0, beta=0.2 if self.use_p2set else 0.0)
+        train, test = finegrained_features(s["features"])
+        self.train_x, self.test_x = fixed_length(train, s["frames"]), fixed_length(test, s["frames"])
+        self.train_labels, self.test_labels = train.classes, test.classes
+        self.num_drop = num_dropped(s["frames"], s["drop_ratio"])
+        self.clusters: list[tuple[Tensor, Tensor]] = []  # (assignments [N], voted centres [C, K]) per clustering
+
+    def build_model(self) -> nn.Module:
+        s = self.settings
+        return AutoSSVHNet(self.train_x.shape[-1], s["nbits"], s["frames"], s["preset"])
+
+    def batch(self, step: int, device: torch.device) -> tuple[int, Tensor, Tensor, Tensor, Tensor]:
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
+        rows = torch.randperm(len(self.train_x), generator=generator)[: self.settings["batch"]]
+        drop1, drop2 = random_drop(len(rows), self.settings["frames"], self.num_drop, generator, device)
+        return step, rows, self.train_x[rows].to(device), drop1, drop2
+
+    def recluster(self, model: AutoSSVHNet) -> None:
+        """k-means over the binary codes of the whole training set, then voted centres (Eq. 10–12)."""
+        device = next(model.parameters()).device
+        codes = model.encode(self.train_x.to(device))
+        self.clusters = []
+        for i, k in enumerate(self.settings["clusters"]):
+            assigned = kmeans_clusters(codes, k, seed=self.seed * 100 + i)
+            self.clusters.append((assigned, component_vote(codes, assigned, k)))
+
+    def _due(self, step: int) -> bool:
+        s = self.settings
+        return step >= s["warmup"] and (step - s["warmup"]) % s["every"] == 0
+
+    def loss(self, model: AutoSSVHNet, batch: tuple[int, Tensor, Tensor, Tensor, Tensor]) -> dict[str, Tensor]:
+        step, rows, x, drop1, drop2 = batch
+        if self.use_p2set and (self._due(step) or (not self.clusters and step >= self.settings["warmup"])):
+            self.recluster(model)
+        codes, fr = [], x.new_zeros(())
+        for v, drop in enumerate((drop1, drop2)):
+            generator = torch.Generator().manual_seed(self.seed * 7_919 + 2 * step + v)
+            kept = None
+            if self.learned:
+                kept, _, drop = model.sample(x, self.num_drop, delta=self.settings["delta"], generator=generator)
+            _, b, recon = model.view(x, drop, kept)
+            fr = fr + frame_reconstruction(recon, x.gather(1, drop[..., None].expand(-1, -1, x.shape[-1]))) / 2
+            codes.append(b)
+        contrast = dcl_loss if self.settings["contrast"] == "dcl" else view_contrast
+        vc = contrast(codes[0], codes[1], self.weights.tau)
+        p2 = x.new_zeros(())
+        for assigned, centres in self.clusters if self.use_p2set else []:
+            target = assigned[rows.to(assigned.device)]
+            p2 = p2 + sum(p2set_loss(b, target, centres) for b in codes) / (2 * len(self.clusters))
+        return {"loss": autossvh_loss(fr, vc, p2, self.weights), "fr": fr, "vc": vc, "p2set": p2}
+
+    def codes(self, model: AutoSSVHNet) -> tuple[Tensor, Tensor]:
+        """Binary (database = train, query = test) codes with all frames visible."""
+        device = next(model.parameters()).device
+        return model.encode(self.train_x.to(device)).cpu(), model.encode(self.test_x.to(device)).cpu()
+
+    def evaluate(self, model: AutoSSVHNet) -> dict[str, float]:
+        database, query = self.codes(model)
+        return hashing_metrics(query, database, self.test_labels, self.train_labels)
+
+
+def build(profile: str, loss: str, seed: int) -> tuple[AutoSSVHTask, TrainConfig]:
+    """The task and optimisation settings of one run (registry contract of :mod:`hapref.train`)."""
+    task = AutoSSVHTask(profile, loss, seed)
+    s = task.settings
+    return task, TrainConfig(steps=s["steps"], lr=s["lr"], weight_decay=0.0, warmup_steps=s["steps"] // 10, seed=seed)
+
+
+def summary_line(metrics: dict[str, float]) -> str:
+    """``eval: mAP@5=.. mAP@20=.. ... GMAP=..`` (standard convention for mAP@N, the paper's for GMAP)."""
+    maps = " ".join(f"{k}={v:.4f}" for k, v in metrics.items() if k.startswith("mAP@") and "/" not in k)
+    return f"eval: {maps} GMAP={metrics['GMAP']:.4f}"
