@@ -55,3 +55,11 @@ __all__ = [
 from hapref.losses.radial import Quadruplet1Loss, Quadruplet2Loss, QuadletLoss, RadialLoss, TripletLoss  # noqa: E402
 
 __all__ += ["QuadletLoss", "Quadruplet1Loss", "Quadruplet2Loss", "RadialLoss", "TripletLoss"]
+
+# TCA seed 003: memory-bank contrastive losses and their gradient analysis.
+from hapref.losses.contrastive_gradients import anchor_gradient, negative_weights, similarity_gradients  # noqa: E402
+from hapref.losses.memory_bank import (CircleLoss, MemoryBank, MemoryBankInfoNCE, contrastive_loss,  # noqa: E402
+                                       contrastive_similarities)
+
+__all__ += ["anchor_gradient", "CircleLoss", "contrastive_loss", "contrastive_similarities", "MemoryBank",
+            "MemoryBankInfoNCE", "negative_weights", "similarity_gradients"]

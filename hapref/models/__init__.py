@@ -18,3 +18,8 @@ __all__ = [
     "BackboneTeacher", "build_hapvr_network", "DinoTeacher", "frame_ranking_loss", "LOSS_FAMILIES",
     "QuadletVideoNet", "VIDEO_LOSSES", "video_ranking_loss",
 ]
+
+# TCA: the Transformer temporal context aggregator
+from hapref.models.tca import TCA_PRESETS, TemporalContextAggregator  # noqa: E402
+
+__all__ += ["TCA_PRESETS", "TemporalContextAggregator"]

@@ -1,0 +1,53 @@
+"""Gradient analysis of the softmax-type contrastive losses (TCA §3.5, Eq. 5–7).
+
+Both TCA losses are a cross-entropy over logits ``z_0 = a_p(s_p)`` and ``z_j = a_n(s_n^j)``, so with
+``σ = softmax(z)``: ``∂L/∂s_p = −(1 − σ_0) a_p'(s_p)`` and ``∂L/∂s_n^j = σ_j a_n'(s_n^j)``. For InfoNCE
+``a(s) = s/τ``; for Circle (α detached) ``a_p' = γα_p`` and ``a_n' = γα_n^j``. Through the L2
+normalisation of the anchor ``z_a = w_a/‖w_a‖`` (Eq. 6), negative j pushes ``w_a`` along
+``(I − z_a z_aᵀ) z_n^j / ‖w_a‖``, whose length is ``√(1 − s_j²)/‖w_a‖`` (Eq. 7): easy negatives
+(s ≈ −1) contribute almost nothing, hard ones (s ≈ 0 and above) the most.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from hapref.losses.memory_bank import CircleLoss, MemoryBankInfoNCE
+
+
+def similarity_gradients(loss: nn.Module, sims: Tensor) -> tuple[Tensor, Tensor]:
+    """Analytic ``(∂L/∂s_p [B], ∂L/∂s_n [B, M])`` of a row-mean loss over ``sims [B, 1 + M]`` (TCA Eq. 5 generalised)."""
+    if isinstance(loss, MemoryBankInfoNCE):
+        slope = torch.full_like(sims, 1.0 / loss.temperature)
+    elif isinstance(loss, CircleLoss) and not loss.released:
+        m = loss.m
+        slope = loss.gamma * torch.cat([(1 + m - sims[:, :1]).clamp_min(0), (sims[:, 1:] + m).clamp_min(0)], dim=1)
+    else:
+        raise ValueError(f"loss must be MemoryBankInfoNCE or CircleLoss (paper version), got {type(loss).__name__}")
+    sigma = torch.softmax(loss.logits(sims), dim=1)
+    grads = torch.cat([-(1 - sigma[:, :1]), sigma[:, 1:]], dim=1) * slope / sims.shape[0]
+    return grads[:, 0], grads[:, 1:]
+
+
+def anchor_gradient(loss: nn.Module, anchor: Tensor, positive: Tensor, negatives: Tensor) -> Tensor:
+    """Analytic ``∂L/∂w_a [D]`` for one unnormalised anchor ``w_a [D]``, unit ``positive [D]``, unit ``negatives [M, D]`` (TCA Eq. 6)."""
+    z = anchor / anchor.norm()
+    keys = torch.cat([positive.unsqueeze(0), negatives])
+    g_pos, g_neg = similarity_gradients(loss, (keys @ z).unsqueeze(0))
+    grad_z = torch.cat([g_pos, g_neg[0]]) @ keys
+    return (grad_z - z * (z @ grad_z)) / anchor.norm()
+
+
+def negative_weights(loss: nn.Module, s_neg: Tensor, s_pos: float = 0.5, background: int = 0,
+                     s_background: float = 0.0) -> Tensor:
+    """Length of each negative's push on the anchor, ``|∂L/∂s_n| · √(1 − s_n²)`` (TCA Eq. 7, up to 1/‖w_a‖).
+
+    Each value of ``s_neg`` is one probe negative in its own row beside a positive at ``s_pos`` and
+    ``background`` further negatives at ``s_background``; the B=1 gradient scale is used for every row.
+    """
+    rows = s_neg.shape[0]
+    sims = torch.cat([torch.full((rows, 1), s_pos, dtype=s_neg.dtype), s_neg.unsqueeze(1),
+                      torch.full((rows, background), s_background, dtype=s_neg.dtype)], dim=1)
+    _, g_neg = similarity_gradients(loss, sims)
+    return g_neg[:, 0].abs() * rows * (1 - s_neg.square()).clamp_min(0).sqrt()

@@ -1,0 +1,184 @@
+"""Contrastive learning against a memory bank of negatives: the bank, InfoNCE (TCA Eq. 3) and Circle loss (Eq. 4).
+
+TCA §3.4 compares an anchor with one positive and many negatives kept from earlier batches. The
+released run (REFERENCE-FACTS §6.4) uses MoCo with momentum 0, i.e. the keys are the current encoder's
+detached embeddings; the similarities are computed against the bank *before* the batch's keys are
+enqueued. Both losses take the same similarity layout: ``sims [B, 1 + M]`` with the positive in column 0
+and M negatives after it, plus an optional ``valid [B, M]`` mask (False = not a negative for that row,
+e.g. a bank entry of the anchor's own clip).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from hapref.validation import check_float_tensor
+
+
+class MemoryBank(nn.Module):
+    """FIFO queue of ``size`` detached keys ``[size, dim]`` with an integer id per key (−1 = empty slot).
+
+    Buffers move with ``.to(device)``; :meth:`enqueue` overwrites the oldest keys first.
+    """
+
+    def __init__(self, size: int, dim: int, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        if size < 1 or dim < 1:
+            raise ValueError(f"size and dim must be >= 1, got size={size}, dim={dim}")
+        if not dtype.is_floating_point:
+            raise ValueError(f"dtype must be a floating dtype, got {dtype}")
+        self.register_buffer("keys", torch.zeros(size, dim, dtype=dtype))
+        self.register_buffer("ids", torch.full((size,), -1, dtype=torch.long))
+        self.register_buffer("pointer", torch.zeros((), dtype=torch.long))
+        self.register_buffer("count", torch.zeros((), dtype=torch.long))
+
+    @property
+    def size(self) -> int:
+        return self.keys.shape[0]
+
+    def filled(self) -> tuple[Tensor, Tensor]:
+        """The stored keys ``[n, dim]`` and ids ``[n]``, oldest first (n = min(enqueued, size))."""
+        n = int(self.count)
+        order = (torch.arange(n, device=self.keys.device) + (int(self.pointer) - n)) % self.size
+        return self.keys[order], self.ids[order]
+
+    @torch.no_grad()
+    def enqueue(self, keys: Tensor, ids: Tensor | None = None) -> None:
+        """Append ``keys [B, dim]`` (detached) with ``ids [B]`` (default −1); if B > size only the last ``size`` stay."""
+        check_float_tensor(keys, "keys", ndim=2)
+        if keys.shape[1] != self.keys.shape[1] or keys.dtype != self.keys.dtype:
+            raise ValueError(f"keys must have shape [B, {self.keys.shape[1]}] and dtype {self.keys.dtype}, "
+                             f"got {tuple(keys.shape)} {keys.dtype}")
+        if keys.device != self.keys.device:
+            raise ValueError(f"keys must be on the bank's device {self.keys.device}, got {keys.device}")
+        if ids is None:
+            ids = torch.full((keys.shape[0],), -1, dtype=torch.long, device=keys.device)
+        if not isinstance(ids, Tensor) or ids.shape != keys.shape[:1] or ids.dtype != torch.long:
+            raise ValueError(f"ids must be a long tensor of shape [{keys.shape[0]}], got "
+                             f"{tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__}")
+        keys, ids = keys.detach()[-self.size:], ids.to(self.ids.device)[-self.size:]
+        slots = (int(self.pointer) + torch.arange(keys.shape[0], device=self.keys.device)) % self.size
+        self.keys[slots] = keys
+        self.ids[slots] = ids
+        self.pointer.fill_((int(self.pointer) + keys.shape[0]) % self.size)
+        self.count.fill_(min(int(self.count) + keys.shape[0], self.size))
+
+
+def contrastive_similarities(query: Tensor, positive: Tensor, bank: MemoryBank | None = None,
+                             clip_ids: Tensor | None = None, in_batch: bool = True) -> tuple[Tensor, Tensor]:
+    """Dot-product similarities ``[B, 1 + M]`` of L2-normalised ``query`` with its positive and negatives (TCA §3.4).
+
+    Negatives are the other rows' positives (``in_batch``) followed by the bank's keys. ``valid [B, M]``
+    drops negatives that share the anchor's ``clip_ids`` (the bank may still hold older views of it).
+    """
+    check_float_tensor(query, "query", ndim=2)
+    check_float_tensor(positive, "positive", ndim=2)
+    if query.shape != positive.shape:
+        raise ValueError(f"query and positive must both be [B, D], got {tuple(query.shape)}, {tuple(positive.shape)}")
+    b = query.shape[0]
+    ids = torch.arange(b, device=query.device) if clip_ids is None else clip_ids.to(query.device)
+    pos = (query * positive).sum(-1, keepdim=True)
+    neg, neg_ids = [], []
+    if in_batch and b > 1:
+        off = ~torch.eye(b, dtype=torch.bool, device=query.device)
+        neg.append((query @ positive.T)[off].view(b, b - 1))
+        neg_ids.append(ids.expand(b, b)[off].view(b, b - 1))
+    if bank is not None and int(bank.count) > 0:
+        keys, key_ids = bank.filled()
+        neg.append(query @ keys.to(query.dtype).T)
+        neg_ids.append(key_ids.expand(b, -1))
+    if not neg:
+        return pos, torch.zeros(b, 0, dtype=torch.bool, device=query.device)
+    neg_ids_all = torch.cat(neg_ids, dim=1)
+    valid = (neg_ids_all != ids.unsqueeze(1)) | (neg_ids_all < 0)
+    return torch.cat([pos, torch.cat(neg, dim=1)], dim=1), valid
+
+
+def _check_sims(sims: Tensor, valid: Tensor | None) -> Tensor:
+    check_float_tensor(sims, "sims", ndim=2)
+    if sims.shape[1] < 1:
+        raise ValueError(f"sims must have shape [B, 1 + M] (positive in column 0), got {tuple(sims.shape)}")
+    full = torch.ones_like(sims, dtype=torch.bool)
+    if valid is None:
+        return full
+    if not isinstance(valid, Tensor) or valid.dtype != torch.bool or valid.shape != (sims.shape[0], sims.shape[1] - 1):
+        raise ValueError(f"valid must be a bool tensor of shape [{sims.shape[0]}, {sims.shape[1] - 1}], got "
+                         f"{tuple(valid.shape) if isinstance(valid, Tensor) else type(valid).__name__}")
+    full[:, 1:] = valid.to(sims.device)
+    return full
+
+
+def _cross_entropy_column0(logits: Tensor, keep: Tensor) -> Tensor:
+    """Mean over rows of ``−log softmax(logits)[:, 0]`` with dropped columns at −inf (0 for an empty batch)."""
+    if logits.shape[0] == 0:
+        return logits.sum() * 0.0
+    logits = logits.masked_fill(~keep, -math.inf)
+    return (torch.logsumexp(logits, dim=1) - logits[:, 0]).mean()
+
+
+class MemoryBankInfoNCE(nn.Module):
+    """InfoNCE against a memory bank (TCA Eq. 3): ``−log e^{s_p/τ} / (e^{s_p/τ} + Σ_j e^{s_n^j/τ})``, mean over rows."""
+
+    def __init__(self, temperature: float = 0.07) -> None:
+        super().__init__()
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        self.temperature = temperature
+
+    def logits(self, sims: Tensor) -> Tensor:
+        """The softmax logits ``s/τ`` of Eq. 3."""
+        return sims / self.temperature
+
+    def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
+        keep = _check_sims(sims, valid)
+        sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
+        return _cross_entropy_column0(self.logits(sims), keep)
+
+
+class CircleLoss(nn.Module):
+    """Circle loss with one positive and many negatives (TCA Eq. 4, Sun et al. 2020).
+
+    ``−log e^{γα_p(s_p−Δ_p)} / (e^{γα_p(s_p−Δ_p)} + Σ_j e^{γα_n^j(s_n^j−Δ_n)})`` with optima O_p = 1+m,
+    O_n = −m, weights ``α_p = [O_p − s_p]_+`` and ``α_n = [s_n − O_n]_+`` (detached, as in Circle loss),
+    margins Δ_p = 1−m, Δ_n = m. TCA uses m = 0.25, γ = 256.
+
+    ``released=True`` reproduces the released code (REFERENCE-FACTS §6.4): the positive-type α and Δ are
+    written to row 0 of the logit matrix instead of column 0, so row 0 treats every entry as a positive and
+    all other rows treat their positive like a negative (α = [s_p + m]_+, Δ = m).
+    """
+
+    def __init__(self, m: float = 0.25, gamma: float = 256.0, released: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= m < 1.0 or gamma <= 0:
+            raise ValueError(f"m must lie in [0, 1) and gamma be > 0, got m={m}, gamma={gamma}")
+        self.m, self.gamma, self.released = m, gamma, released
+
+    def logits(self, sims: Tensor) -> Tensor:
+        """The softmax logits ``γ α (s − Δ)`` of Eq. 4 (α detached)."""
+        m = self.m
+        positive_type = torch.zeros_like(sims, dtype=torch.bool)
+        if self.released:
+            positive_type[:1] = True
+        else:
+            positive_type[:, 0] = True
+        alpha = torch.where(positive_type, (1 + m - sims).clamp_min(0), (sims + m).clamp_min(0)).detach()
+        delta = torch.where(positive_type, sims.new_tensor(1 - m), sims.new_tensor(m))
+        return self.gamma * alpha * (sims - delta)
+
+    def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
+        keep = _check_sims(sims, valid)
+        sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
+        return _cross_entropy_column0(self.logits(sims), keep)
+
+
+def contrastive_loss(name: str, temperature: float = 0.07, m: float = 0.25, gamma: float = 256.0) -> nn.Module:
+    """``"infonce"`` -> :class:`MemoryBankInfoNCE`, ``"circle"`` -> :class:`CircleLoss`."""
+    if name == "infonce":
+        return MemoryBankInfoNCE(temperature)
+    if name == "circle":
+        return CircleLoss(m, gamma)
+    raise ValueError(f"loss must be 'infonce' or 'circle', got {name!r}")
+

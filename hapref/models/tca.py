@@ -1,0 +1,81 @@
+"""Temporal context aggregation: a Transformer encoder over a video's frame descriptors (TCA §3.3, Eq. 2).
+
+Self-attention lets every frame descriptor absorb context from the whole clip. The encoder has no
+positional encoding (as in the released code, REFERENCE-FACTS §6.3), so it is permutation-equivariant
+over frames; padded frames are excluded from attention by a key-padding mask. The refined frame
+descriptors give TCA_f (Chamfer over frames); their masked mean, L2-normalised, gives TCA_c.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from hapref.validation import check_float_tensor
+
+#: Paper sizes (TCA §4.1: d = 1024, 8 heads, 1 layer, dropout 0.5) and the released run's dropout 0.2 (§6.3).
+TCA_PRESETS: dict[str, dict[str, float | int]] = {
+    "paper": {"d_model": 1024, "nhead": 8, "num_layers": 1, "dim_feedforward": 2048, "dropout": 0.5},
+    "released": {"d_model": 1024, "nhead": 8, "num_layers": 1, "dim_feedforward": 2048, "dropout": 0.2},
+}
+
+
+def _check_inputs(features: Tensor, mask: Tensor | None, d_model: int) -> Tensor:
+    """Validate ``features [N, T, D]`` and return the valid-frame mask ``[N, T]`` (all True if None)."""
+    check_float_tensor(features, "features", ndim=3)
+    if features.shape[-1] != d_model:
+        raise ValueError(f"features must have shape [N, T, {d_model}], got {tuple(features.shape)}")
+    if mask is None:
+        return torch.ones(features.shape[:2], dtype=torch.bool, device=features.device)
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != features.shape[:2]:
+        shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"mask must be a bool tensor of shape {tuple(features.shape[:2])} (True = valid frame), "
+                         f"got {shape}")
+    return mask.to(features.device)
+
+
+class TemporalContextAggregator(nn.Module):
+    """TCA's Transformer encoder (TCA §3.3, Eq. 2): post-norm, ReLU, no positional encoding.
+
+    ``frame_embeddings`` -> refined, L2-normalised frame descriptors ``[N, T, D]`` (TCA_f; padded frames are 0);
+    ``forward`` -> masked mean over valid frames, L2-normalised ``[N, D]`` (TCA_c).
+    """
+
+    def __init__(self, d_model: int = 1024, nhead: int = 8, num_layers: int = 1, dim_feedforward: int = 2048,
+                 dropout: float = 0.5) -> None:
+        super().__init__()
+        if d_model < 1 or nhead < 1 or d_model % nhead:
+            raise ValueError(f"d_model must be a positive multiple of nhead, got d_model={d_model}, nhead={nhead}")
+        if num_layers < 1 or dim_feedforward < 1:
+            raise ValueError(f"num_layers and dim_feedforward must be >= 1, got {num_layers}, {dim_feedforward}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
+        layer = nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, batch_first=True,
+                                           norm_first=False)
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.d_model = d_model
+
+    @classmethod
+    def preset(cls, name: str = "paper", **overrides: float | int) -> TemporalContextAggregator:
+        """A model with the sizes of ``TCA_PRESETS[name]`` ("paper" or "released"), fields overridable."""
+        if name not in TCA_PRESETS:
+            raise ValueError(f"preset must be one of {sorted(TCA_PRESETS)}, got {name!r}")
+        return cls(**{**TCA_PRESETS[name], **overrides})
+
+    def _encode(self, features: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        valid = _check_inputs(features, mask, self.d_model)
+        empty = ~valid.any(dim=1, keepdim=True)           # a video without frames would make attention NaN
+        out = self.encoder(features, src_key_padding_mask=~(valid | empty))
+        return out.masked_fill(~valid.unsqueeze(-1), 0.0), valid
+
+    def frame_embeddings(self, features: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Refined frame descriptors ``[N, T, D]``, each L2-normalised (TCA_f); padded frames are zero."""
+        out, _ = self._encode(features, mask)
+        return F.normalize(out, dim=-1)
+
+    def forward(self, features: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Video descriptor ``[N, D]``: mean of the encoder outputs over valid frames, L2-normalised (TCA_c)."""
+        out, valid = self._encode(features, mask)
+        mean = out.sum(dim=1) / valid.sum(dim=1, keepdim=True).clamp_min(1).to(out.dtype)
+        return F.normalize(mean, dim=-1)

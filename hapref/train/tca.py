@@ -1,0 +1,253 @@
+"""The TCA training pipeline (TCA §3.4, §4.1) on the book's copy-detection benchmark.
+
+Self-supervised copy pairs: every unlabeled training clip gives a weak view and strong views (the
+HAP-VR/S2VS edits of :func:`hapref.train.hapvr.make_views`). A batch holds B clips; the anchor is one
+view, the positive another view of the same clip, and the negatives are the other clips' positives plus
+a FIFO memory bank of earlier positives (momentum 0 as in the released run, REFERENCE-FACTS §6.4; bank
+entries of the anchor's own clip are masked out). Frame descriptors (L3-iRMAC by default, iMAC as an
+option) come from the frozen EfficientNet-Lite0, PCA-whitened on the training views, computed once per
+profile and cached. Evaluation: DSVR mAP and μAP for TCA_c (cosine of video embeddings), TCA_f (Chamfer
+of frame embeddings) and TCA_sym (symmetric Chamfer), TCA Eq. 8–10.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from hapref.data.benchmark import build_copy_benchmark
+from hapref.data.cache import config_key, data_root, source_digest
+from hapref.features import PCAWhitening, load_backbone, pool_layers
+from hapref.features import backbones as backbones_module, pooling as pooling_module
+from hapref.files import atomic_torch_save
+from hapref.losses.memory_bank import MemoryBank, contrastive_loss, contrastive_similarities
+from hapref.models.tca import TemporalContextAggregator
+from hapref.similarity.chamfer import chamfer_similarity, mean_pooled_similarity, pair_mask, symmetric_chamfer
+from hapref.similarity.network import pad_videos
+from hapref.train import hapvr as hapvr_module
+from hapref.train.hapvr import evaluate_scores, make_views
+from hapref.train.loop import TrainConfig
+from hapref.utils import get_device
+
+LOSSES: tuple[str, ...] = ("infonce", "circle")
+POOLINGS: tuple[str, ...] = ("l3irmac", "imac")
+MEASURES: tuple[str, ...] = ("cosine", "chamfer", "symmetric_chamfer")
+DATA_VERSION = 1
+DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "strong_views", "whiten_dim")
+
+
+@dataclass(frozen=True)
+class TCAProfile:
+    """Sizes of one run: data, views, model, memory bank and schedule."""
+
+    benchmark: str          # hapref.data benchmark profile
+    train_clips: int        # unlabeled clips used (the first ones of the split)
+    frames: int             # frames per training view (every ``stride``-th frame of a clip)
+    stride: int
+    strong_views: int       # precomputed strong views per clip (view 0 is the weak one)
+    whiten_dim: int         # PCA-whitened descriptor size = the Transformer's d_model
+    nhead: int
+    dim_feedforward: int
+    dropout: float
+    batch_videos: int       # B clips per batch
+    bank_size: int
+    steps: int
+    lr: float
+    warmup_steps: int
+    eval_every: int = 0
+
+
+PROFILES: dict[str, TCAProfile] = {
+    "smoke": TCAProfile("smoke", train_clips=8, frames=8, stride=1, strong_views=1, whiten_dim=32, nhead=4,
+                        dim_feedforward=64, dropout=0.2, batch_videos=4, bank_size=16, steps=10, lr=1e-3,
+                        warmup_steps=2),
+    "quick": TCAProfile("quick", train_clips=48, frames=12, stride=2, strong_views=2, whiten_dim=128, nhead=8,
+                        dim_feedforward=256, dropout=0.2, batch_videos=16, bank_size=128, steps=150, lr=5e-4,
+                        warmup_steps=10),
+    "full": TCAProfile("full", train_clips=2048, frames=32, stride=2, strong_views=4, whiten_dim=1024, nhead=8,
+                       dim_feedforward=2048, dropout=0.2, batch_videos=64, bank_size=4096, steps=5000, lr=1e-4,
+                       warmup_steps=250, eval_every=500),
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a run changes: the loss and its parameters (TCA Table 1c), the bank size (Table 1d), the feature (Table 1b)."""
+
+    loss: str = "infonce"
+    temperature: float = 0.07
+    m: float = 0.25
+    gamma: float = 256.0
+    bank_size: int | None = None      # None: the profile's
+    pooling: str = "l3irmac"
+
+    def __post_init__(self) -> None:
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.bank_size is not None and self.bank_size < 0:
+            raise ValueError(f"bank_size must be >= 0 (0 = in-batch negatives only), got {self.bank_size}")
+
+
+@dataclass
+class TCAData:
+    """Precomputed, PCA-whitened frame descriptors of one profile (all on CPU)."""
+
+    train: Tensor            # [C, V, T, D] every view of every training clip
+    queries: Tensor          # [Q, Tq, D]
+    query_mask: Tensor       # [Q, Tq]
+    database: Tensor         # [M, Tm, D]
+    database_mask: Tensor    # [M, Tm]
+    relevance: Tensor        # [Q, M] bool (DSVR)
+
+
+@lru_cache(maxsize=4)
+def prepare_data(profile: str, pooling: str = "l3irmac", progress: bool = False) -> TCAData:
+    """Frame descriptors (``pooling`` of TCA Eq. 1) of the training views and of the benchmark, cached on disk."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    p = PROFILES[profile]
+    bench = build_copy_benchmark(p.benchmark)
+    data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
+    code = source_digest(backbones_module, pooling_module, hapvr_module, sys.modules[__name__])
+    key = config_key({"tca": DATA_VERSION, "data": data_fields, "pooling": pooling,
+                      "benchmark": bench.fingerprint()[:16], "code": code})
+    path = data_root() / "tca" / f"features-{profile}-{pooling}-{key}.pt"
+    if path.is_file():
+        try:
+            return TCAData(**torch.load(path, weights_only=True))
+        except (RuntimeError, EOFError, KeyError, TypeError):
+            path.unlink(missing_ok=True)
+    backbone = load_backbone("efficientnet-lite0", image_size=bench.config.frame_size).to(get_device())
+
+    def encode(frames: Tensor) -> Tensor:
+        with torch.no_grad():
+            return pool_layers(backbone(frames), pooling).cpu()
+
+    g = torch.Generator().manual_seed(0)
+    train = []
+    for c in tqdm(range(min(p.train_clips, len(bench.train))), disable=not progress, desc="training views"):
+        views = torch.stack(make_views(bench.train[c][::p.stride], p.strong_views, p.frames, g))  # [V, T, H, W, 3]
+        train.append(encode(views.flatten(0, 1)).view(*views.shape[:2], -1))
+    raw = torch.stack(train)
+    whitening = PCAWhitening.fit(raw, dim=min(p.whiten_dim, raw.shape[-1]))
+
+    def eval_features(videos: list[Tensor]) -> tuple[Tensor, Tensor]:
+        return pad_videos([whitening(encode(v)) for v in tqdm(videos, disable=not progress, desc="eval videos")])
+
+    queries, query_mask = eval_features(bench.queries.videos)
+    database, database_mask = eval_features(bench.database.videos)
+    data = TCAData(train=whitening(raw), queries=queries, query_mask=query_mask, database=database,
+                   database_mask=database_mask, relevance=bench.relevance("DSVR"))
+    atomic_torch_save(asdict(data), path)
+    return data
+
+
+def frame_scores(x: Tensor, y: Tensor, x_mask: Tensor, y_mask: Tensor, measure: str) -> Tensor:
+    """Video × video scores ``[Q, M]`` from frame descriptors ``[Q, Tq, D]``, ``[M, Tm, D]`` (TCA Eq. 8–10).
+
+    ``cosine``: cosine of the mean-pooled frames; ``chamfer``: mean over query frames of the best target frame;
+    ``symmetric_chamfer``: the average of both directions.
+    """
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
+    if measure == "cosine":
+        return mean_pooled_similarity(x.unsqueeze(1), y.unsqueeze(0), x_mask.unsqueeze(1), y_mask.unsqueeze(0),
+                                      normalize=True)
+    sim = torch.einsum("qtd,msd->qmts", x, y)
+    mask = pair_mask(x_mask.unsqueeze(1), y_mask.unsqueeze(0))
+    return chamfer_similarity(sim, mask) if measure == "chamfer" else symmetric_chamfer(sim, mask)
+
+
+def baseline_metrics(profile: str, pooling: str = "l3irmac") -> dict[str, dict[str, float]]:
+    """Training-free baselines on the same whitened features: mAP/μAP per measure of :data:`MEASURES`."""
+    d = prepare_data(profile, pooling)
+    return {m: evaluate_scores(frame_scores(d.queries, d.database, d.query_mask, d.database_mask, m), d.relevance)
+            for m in MEASURES}
+
+
+class TCATask:
+    """A :class:`hapref.train.Task` for TCA: view pairs, a memory-bank contrastive loss, DSVR evaluation."""
+
+    def __init__(self, profile: str = "quick", variant: Variant = Variant(), seed: int = 0,
+                 progress: bool = False) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
+        self.profile, self.variant, self.seed = PROFILES[profile], variant, seed
+        self.data = prepare_data(profile, variant.pooling, progress)
+        self.criterion = contrastive_loss(variant.loss, variant.temperature, variant.m, variant.gamma)
+        size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
+        self.bank = MemoryBank(size, self.data.train.shape[-1]) if size > 0 else None
+
+    def build_model(self) -> TemporalContextAggregator:
+        p = self.profile
+        if self.bank is not None:   # a fresh model starts from an empty bank
+            self.bank = MemoryBank(self.bank.size, self.data.train.shape[-1])
+        return TemporalContextAggregator(self.data.train.shape[-1], p.nhead, 1, p.dim_feedforward, p.dropout)
+
+    def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
+        n_clips, n_views = self.data.train.shape[:2]
+        clips = torch.randperm(n_clips, generator=g)[:self.profile.batch_videos]
+        anchor = torch.randint(0, n_views, (len(clips),), generator=g)
+        positive = (anchor + torch.randint(1, n_views, (len(clips),), generator=g)) % n_views  # another view
+        return {"anchor": self.data.train[clips, anchor].to(device),
+                "positive": self.data.train[clips, positive].to(device), "clips": clips.to(device)}
+
+    def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        query = model(batch["anchor"]).float()
+        key = model(batch["positive"]).float().detach()      # key encoder = query encoder (momentum 0), no gradient
+        if self.bank is not None and self.bank.keys.device != key.device:
+            self.bank.to(key.device)
+        sims, valid = contrastive_similarities(query, key, self.bank, batch["clips"])
+        loss = self.criterion(sims, valid)
+        if self.bank is not None:
+            self.bank.enqueue(key, batch["clips"])             # after the loss: this batch is a negative from now on
+        return {"loss": loss, "s_pos": sims[:, 0].mean().detach()}
+
+    def scores(self, model: TemporalContextAggregator) -> dict[str, Tensor]:
+        """Query × database scores ``[Q, M]`` of TCA_c, TCA_f and TCA_sym (on the CPU)."""
+        device = next(model.parameters()).device
+        d = self.data
+        q, qm, b, bm = d.queries.to(device), d.query_mask.to(device), d.database.to(device), d.database_mask.to(device)
+        qf, bf = model.frame_embeddings(q, qm).float(), model.frame_embeddings(b, bm).float()
+        return {"c": (model(q, qm).float() @ model(b, bm).float().T).cpu(),
+                "f": frame_scores(qf, bf, qm, bm, "chamfer").cpu(),
+                "sym": frame_scores(qf, bf, qm, bm, "symmetric_chamfer").cpu()}
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name, scores in self.scores(model).items():
+            metrics = evaluate_scores(scores, self.data.relevance)
+            suffix = "" if name == "c" else f"_{name}"
+            out.update({f"mAP{suffix}": metrics["mAP"], f"uAP{suffix}": metrics["uAP"]})
+        return out
+
+
+def config_for(profile: str, seed: int = 0, **overrides: Any) -> TrainConfig:
+    """The :class:`TrainConfig` of ``profile`` (Adam-style with small weight decay, warm-up + cosine as TCA §4.1)."""
+    p = PROFILES[profile]
+    return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=1e-4, warmup_steps=p.warmup_steps,
+                               eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
+
+
+def build(profile: str, loss: str, seed: int) -> tuple[TCATask, TrainConfig]:
+    """The TCA task and training config for ``python -m hapref.train tca``."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
+    return TCATask(profile, Variant(loss=loss), seed, progress=True), config_for(profile, seed)
+
+
+def summary_line(metrics: dict[str, float]) -> str:
+    """The last line the CLI prints: TCA_f and TCA_sym first, the TCA_c headline last."""
+    extra = " ".join(f"{k}={metrics[k]:.4f}" for k in ("mAP_f", "uAP_f", "mAP_sym", "uAP_sym") if k in metrics)
+    return f"{extra}\neval: mAP={metrics['mAP']:.4f} uAP={metrics['uAP']:.4f}"
