@@ -1,10 +1,12 @@
 """AutoSSVH pipeline: self-supervised video hashing on frozen frame features of the fine-grained video set.
 
 ``python -m hapref.train autossvh --loss autossvh --profile quick``. Data: the labelled synthetic
-videos of :func:`hapref.train.radial.finegrained_features` (frozen EfficientNet-Lite0 features in
-quick/full), resampled to a fixed number of frames. Training uses no labels. Evaluation is the
-hashing protocol (REFERENCE-FACTS §7.5): test videos query the train split (the database) by Hamming
-distance; a database video is relevant when it shares the query's *class* (source photo).
+videos of :func:`hapref.data.finegrained.make_finegrained_videos` (frozen EfficientNet-Lite0 features in
+full; the untrained small CNN in smoke/quick, so the CPU chapter runs in seconds), resampled to a
+fixed number of frames. Training uses no labels. Evaluation is the hashing protocol
+(REFERENCE-FACTS §7.5): test videos query the train split (the database) by Hamming distance; a
+database video is relevant when it shares the query's label (``label`` of the profile: the
+*sub-class*, i.e. source photo + region + camera motion, or the *class*, the source photo).
 
 Losses (ablations): ``autossvh`` = learned adversarial sampler + FR + VC + P2Set (the paper);
 ``autossvh_no_p2set`` = learned sampler without P2Set; ``random_mask`` = ConMH-style random masks +
@@ -13,31 +15,56 @@ FR + VC + P2Set (what the released code trains, REFERENCE-FACTS §7.3); ``random
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor, nn
+
+from hapref.data.finegrained import make_finegrained_videos
+from hapref.features import load_backbone
 
 from hapref.losses.autossvh import (AutoSSVHWeights, autossvh_loss, component_vote, dcl_loss, frame_reconstruction,
                                     kmeans_clusters, p2set_loss, view_contrast)
 from hapref.metrics.hashing import map_at_ns
 from hapref.models.autossvh import AutoSSVHNet, num_dropped, random_drop
 from hapref.train.loop import TrainConfig
-from hapref.train.radial import FeatureSplit, finegrained_features
+from hapref.models.radial import frame_features, pad_features
+from hapref.train.radial import FeatureSplit
 
 __all__ = ["LOSSES", "PROFILES", "AutoSSVHTask", "build", "fixed_length", "hamming_scores", "hashing_metrics",
-           "summary_line"]
+           "summary_line", "video_features"]
 
 LOSSES = ("autossvh", "autossvh_no_p2set", "random_mask", "random_mask_no_p2set")
 
-#: Run sizes. ``features`` names the radial profile whose cached frame features are reused.
+_SMALL = dict(name="small-cnn", image_size=32)
+#: Run sizes: data (fine-grained videos), frame backbone, hashing network, optimisation, P2Set schedule.
 PROFILES: dict[str, dict] = {
-    "smoke": dict(features="smoke", frames=6, nbits=16, preset="mini", steps=30, batch=16, lr=1e-3,
+    "smoke": dict(data=dict(num_classes=2, subclasses_per_class=2, train_per_subclass=4, test_per_subclass=2,
+                            frames=(6, 8), size=32), backbone=_SMALL, label="subclass", frames=6, nbits=16, preset="mini", steps=30, batch=16, lr=1e-3,
                   drop_ratio=0.5, clusters=(4,), warmup=10, every=10, delta=1.0, contrast="infonce"),
-    "quick": dict(features="quick", frames=8, nbits=16, preset="mini", steps=150, batch=32, lr=1e-3,
+    "quick": dict(data=dict(num_classes=4, subclasses_per_class=3, train_per_subclass=8, test_per_subclass=3,
+                            frames=(8, 12), size=32), backbone=_SMALL, label="subclass", frames=8, nbits=16, preset="mini", steps=150, batch=32, lr=1e-3,
                   drop_ratio=0.5, clusters=(4, 8), warmup=50, every=25, delta=1.0, contrast="infonce"),
-    "full": dict(features="full", frames=25, nbits=64, preset="small", steps=3000, batch=128, lr=1e-4,
+    "full": dict(data=dict(num_classes=6, subclasses_per_class=4, train_per_subclass=20, test_per_subclass=8,
+                           frames=(25, 40), size=160), backbone=dict(name="efficientnet-lite0", image_size=224),
+                 label="subclass", frames=25, nbits=64, preset="small", steps=3000, batch=128, lr=1e-4,
                  drop_ratio=0.5, clusters=(12, 24, 48), warmup=500, every=100, delta=1.0, contrast="dcl"),
 }
 NS = (5, 20, 40, 60, 80, 100)
+
+
+@functools.lru_cache(maxsize=4)
+def video_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, FeatureSplit]:
+    """Frozen frame features of the (train, test) fine-grained videos of ``profile``, computed once per process."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
+    settings = PROFILES[profile]
+    backbone = load_backbone(**settings["backbone"])
+    splits = []
+    for videos in make_finegrained_videos(seed=data_seed, **settings["data"]):
+        features, lengths = pad_features([frame_features(backbone, v) for v in videos.videos])
+        splits.append(FeatureSplit(features, lengths, videos.classes, videos.subclasses))
+    return splits[0], splits[1]
 
 
 def fixed_length(split: FeatureSplit, frames: int) -> Tensor:
@@ -79,9 +106,10 @@ class AutoSSVHTask:
         self.learned = loss.startswith("autossvh")
         self.use_p2set = not loss.endswith("no_p2set")
         self.weights = AutoSSVHWeights(alpha=1.0, beta=0.2 if self.use_p2set else 0.0)
-        train, test = finegrained_features(s["features"])
+        train, test = video_features(profile)
         self.train_x, self.test_x = fixed_length(train, s["frames"]), fixed_length(test, s["frames"])
-        self.train_labels, self.test_labels = train.classes, test.classes
+        label = "subclasses" if s["label"] == "subclass" else "classes"
+        self.train_labels, self.test_labels = getattr(train, label), getattr(test, label)
         self.num_drop = num_dropped(s["frames"], s["drop_ratio"])
         self.clusters: list[tuple[Tensor, Tensor]] = []  # (assignments [N], voted centres [C, K]) per clustering
 
