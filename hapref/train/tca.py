@@ -39,7 +39,7 @@ LOSSES: tuple[str, ...] = ("infonce", "circle")
 POOLINGS: tuple[str, ...] = ("l3irmac", "imac")
 MEASURES: tuple[str, ...] = ("cosine", "chamfer", "symmetric_chamfer")
 DATA_VERSION = 1
-DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "strong_views", "whiten_dim")
+DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "eval_stride", "strong_views", "whiten_dim")
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class TCAProfile:
     train_clips: int        # unlabeled clips used (the first ones of the split)
     frames: int             # frames per training view (every ``stride``-th frame of a clip)
     stride: int
+    eval_stride: int        # every ``eval_stride``-th frame of the benchmark videos
     strong_views: int       # precomputed strong views per clip (view 0 is the weak one)
     whiten_dim: int         # PCA-whitened descriptor size = the Transformer's d_model
     nhead: int
@@ -64,13 +65,13 @@ class TCAProfile:
 
 
 PROFILES: dict[str, TCAProfile] = {
-    "smoke": TCAProfile("smoke", train_clips=8, frames=8, stride=1, strong_views=1, whiten_dim=32, nhead=4,
+    "smoke": TCAProfile("smoke", train_clips=8, frames=8, stride=1, eval_stride=1, strong_views=1, whiten_dim=32, nhead=4,
                         dim_feedforward=64, dropout=0.2, batch_videos=4, bank_size=16, steps=10, lr=1e-3,
                         warmup_steps=2),
-    "quick": TCAProfile("quick", train_clips=48, frames=12, stride=2, strong_views=2, whiten_dim=128, nhead=8,
-                        dim_feedforward=256, dropout=0.2, batch_videos=16, bank_size=128, steps=150, lr=5e-4,
+    "quick": TCAProfile("quick", train_clips=32, frames=8, stride=2, eval_stride=2, strong_views=2, whiten_dim=128,
+                        nhead=8, dim_feedforward=256, dropout=0.2, batch_videos=16, bank_size=128, steps=100, lr=5e-4,
                         warmup_steps=10),
-    "full": TCAProfile("full", train_clips=2048, frames=32, stride=2, strong_views=4, whiten_dim=1024, nhead=8,
+    "full": TCAProfile("full", train_clips=2048, frames=32, stride=2, eval_stride=1, strong_views=4, whiten_dim=1024, nhead=8,
                        dim_feedforward=2048, dropout=0.2, batch_videos=64, bank_size=4096, steps=5000, lr=1e-4,
                        warmup_steps=250, eval_every=500),
 }
@@ -142,7 +143,7 @@ def prepare_data(profile: str, pooling: str = "l3irmac", progress: bool = False)
     whitening = PCAWhitening.fit(raw, dim=min(p.whiten_dim, raw.shape[-1]))
 
     def eval_features(videos: list[Tensor]) -> tuple[Tensor, Tensor]:
-        return pad_videos([whitening(encode(v)) for v in tqdm(videos, disable=not progress, desc="eval videos")])
+        return pad_videos([whitening(encode(v[::p.eval_stride])) for v in tqdm(videos, disable=not progress, desc="eval videos")])
 
     queries, query_mask = eval_features(bench.queries.videos)
     database, database_mask = eval_features(bench.database.videos)

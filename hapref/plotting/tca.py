@@ -1,0 +1,58 @@
+"""Figures of the TCA chapter: the pooling regions of iMAC / L3-iRMAC and the weight each negative receives."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.axes import Axes
+from matplotlib.patches import Rectangle
+
+from hapref.features.pooling import region_windows
+from hapref.losses.contrastive_gradients import negative_weights
+from hapref.losses.memory_bank import CircleLoss, MemoryBankInfoNCE
+
+__all__ = ["plot_pooling_regions", "plot_negative_weights"]
+
+
+def plot_pooling_regions(size: int = 7, grid: int = 3, axes: Sequence[Axes] | None = None) -> Sequence[Axes]:
+    """One ``size × size`` feature map: iMAC pools it whole (TCA Eq. 1), L3-iRMAC max-pools ``grid²``
+    overlapping regions, L2-normalises and sums them (TCA §3.2)."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(8, 4))
+    colors = plt.cm.tab10.colors
+    for ax, title in zip(axes, ("iMAC: one global max per channel", f"L3-iRMAC: {grid}×{grid} regions, summed")):
+        ax.set_xlim(0, size)
+        ax.set_ylim(size, 0)
+        ax.set_xticks(range(size + 1))
+        ax.set_yticks(range(size + 1))
+        ax.grid(True, color="0.85")
+        ax.set_aspect("equal")
+        ax.set_title(title, fontsize=10)
+    axes[0].add_patch(Rectangle((0, 0), size, size, fill=True, alpha=0.25, color=colors[0], lw=2))
+    windows = region_windows(size, grid)
+    for k, ((r0, r1), (c0, c1)) in enumerate((r, c) for r in windows for c in windows):
+        inset = 0.06 * (k % 3)
+        axes[1].add_patch(Rectangle((c0 + inset, r0 + inset), c1 - c0 - 2 * inset, r1 - r0 - 2 * inset,
+                                    fill=False, lw=2, color=colors[k % 10]))
+    return axes
+
+
+def plot_negative_weights(tau: float = 0.07, m: float = 0.25, gamma: float = 256.0, s_pos: float = 0.6,
+                          background: int = 127, s_background: float = 0.0, ax: Axes | None = None) -> Axes:
+    """Push of one negative on the anchor, ``|∂L/∂s_n|·√(1 − s_n²)`` (TCA Eq. 7), vs its similarity ``s_n``,
+    for InfoNCE (τ) and Circle (m, γ), each curve scaled to a maximum of 1."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4))
+    s = torch.linspace(-0.999, 0.999, 401, dtype=torch.float64)
+    for name, loss in ((f"InfoNCE (τ={tau:.3f})", MemoryBankInfoNCE(tau)),
+                       (f"Circle (m={m:.2f}, γ={gamma:.0f})", CircleLoss(m, gamma))):
+        w = negative_weights(loss, s, s_pos, background, s_background)
+        ax.plot(s.numpy(), (w / w.max().clamp_min(1e-300)).numpy(), lw=2, label=name)
+    ax.axvline(s_pos, color="0.5", ls="--", lw=1, label=f"positive s_p = {s_pos}")
+    ax.set_xlabel("similarity of the negative to the anchor, $s_n$")
+    ax.set_ylabel("relative gradient weight")
+    ax.set_title(f"{background} other negatives at s = {s_background}", fontsize=10)
+    ax.legend(fontsize=9)
+    return ax
