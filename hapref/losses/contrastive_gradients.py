@@ -31,7 +31,8 @@ def similarity_gradients(loss: nn.Module, sims: Tensor) -> tuple[Tensor, Tensor]
 
 
 def anchor_gradient(loss: nn.Module, anchor: Tensor, positive: Tensor, negatives: Tensor) -> Tensor:
-    """Analytic ``∂L/∂w_a [D]`` for one unnormalised anchor ``w_a [D]``, unit ``positive [D]``, unit ``negatives [M, D]`` (TCA Eq. 6)."""
+    """Analytic ``∂L/∂w_a [D]`` (TCA Eq. 6) for one unnormalised anchor ``w_a [D]``, a unit ``positive [D]``
+    and unit ``negatives [M, D]``."""
     z = anchor / anchor.norm()
     keys = torch.cat([positive.unsqueeze(0), negatives])
     g_pos, g_neg = similarity_gradients(loss, (keys @ z).unsqueeze(0))

@@ -65,21 +65,21 @@ class TCAProfile:
 
 
 PROFILES: dict[str, TCAProfile] = {
-    "smoke": TCAProfile("smoke", train_clips=8, frames=8, stride=1, eval_stride=1, strong_views=1, whiten_dim=32, nhead=4,
-                        dim_feedforward=64, dropout=0.2, batch_videos=4, bank_size=16, steps=10, lr=1e-3,
+    "smoke": TCAProfile("smoke", train_clips=8, frames=8, stride=1, eval_stride=1, strong_views=1, whiten_dim=32,
+                        nhead=4, dim_feedforward=64, dropout=0.2, batch_videos=4, bank_size=16, steps=10, lr=1e-3,
                         warmup_steps=2),
     "quick": TCAProfile("quick", train_clips=32, frames=8, stride=2, eval_stride=2, strong_views=2, whiten_dim=128,
                         nhead=8, dim_feedforward=256, dropout=0.2, batch_videos=16, bank_size=128, steps=100, lr=5e-4,
                         warmup_steps=10),
-    "full": TCAProfile("full", train_clips=2048, frames=32, stride=2, eval_stride=1, strong_views=4, whiten_dim=1024, nhead=8,
-                       dim_feedforward=2048, dropout=0.2, batch_videos=64, bank_size=4096, steps=5000, lr=1e-4,
+    "full": TCAProfile("full", train_clips=2048, frames=32, stride=2, eval_stride=1, strong_views=4, whiten_dim=1024,
+                       nhead=8, dim_feedforward=2048, dropout=0.2, batch_videos=64, bank_size=4096, steps=5000, lr=1e-4,
                        warmup_steps=250, eval_every=500),
 }
 
 
 @dataclass(frozen=True)
 class Variant:
-    """What a run changes: the loss and its parameters (TCA Table 1c), the bank size (Table 1d), the feature (Table 1b)."""
+    """What a run changes: the loss and its parameters (TCA Table 1c), bank size (Table 1d), feature (Table 1b)."""
 
     loss: str = "infonce"
     temperature: float = 0.07
@@ -143,7 +143,8 @@ def prepare_data(profile: str, pooling: str = "l3irmac", progress: bool = False)
     whitening = PCAWhitening.fit(raw, dim=min(p.whiten_dim, raw.shape[-1]))
 
     def eval_features(videos: list[Tensor]) -> tuple[Tensor, Tensor]:
-        return pad_videos([whitening(encode(v[::p.eval_stride])) for v in tqdm(videos, disable=not progress, desc="eval videos")])
+        videos = tqdm(videos, disable=not progress, desc="eval videos")
+        return pad_videos([whitening(encode(v[::p.eval_stride])) for v in videos])
 
     queries, query_mask = eval_features(bench.queries.videos)
     database, database_mask = eval_features(bench.database.videos)
