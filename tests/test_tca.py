@@ -263,3 +263,26 @@ def test_smoke_pipeline_prints_eval_line(tmp_path) -> None:
                           "--no-progress"], capture_output=True, text=True, env=env, timeout=300, check=True)
     last = out.stdout.strip().splitlines()[-1]
     assert last.startswith("eval: mAP=") and " uAP=" in last
+
+
+def test_resume_is_exact_including_the_memory_bank(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HAPREF_DATA", str(tmp_path / "data"))
+    from hapref.train.loop import fit, load_checkpoint
+    from hapref.train.tca import TCATask, config_for
+
+    class Interrupted(TCATask):
+        def batch(self, step, device):
+            if step == 4:
+                raise KeyboardInterrupt
+            return super().batch(step, device)
+
+    cfg = config_for("smoke", seed=1, steps=6, eval_every=3)
+    reference = fit(TCATask("smoke", seed=1), cfg, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        fit(Interrupted("smoke", seed=1), cfg, out_dir=tmp_path / "run", progress=False)
+    saved = load_checkpoint(tmp_path / "run")
+    assert saved["step"] == 3 and int(saved["model"]["bank.count"]) > 0     # the bank travels with the checkpoint
+    resumed = fit(TCATask("smoke", seed=1), cfg, out_dir=tmp_path / "run", resume=True, progress=False)
+    for name, value in reference.model.state_dict().items():
+        assert torch.equal(value, resumed.model.state_dict()[name]), name
+    assert [h["loss"] for h in resumed.history] == [h["loss"] for h in reference.history]

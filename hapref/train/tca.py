@@ -177,6 +177,23 @@ def baseline_metrics(profile: str, pooling: str = "l3irmac") -> dict[str, dict[s
             for m in MEASURES}
 
 
+class AggregatorWithBank(nn.Module):
+    """The aggregator being trained plus its memory bank (TCA §3.4), so checkpoints and ``.to()`` carry the bank.
+
+    Calls go to the aggregator: ``model(features, mask)`` is TCA_c, ``model.frame_embeddings`` TCA_f.
+    """
+
+    def __init__(self, aggregator: TemporalContextAggregator, bank: MemoryBank | None) -> None:
+        super().__init__()
+        self.aggregator, self.bank = aggregator, bank
+
+    def forward(self, features: Tensor, mask: Tensor | None = None) -> Tensor:
+        return self.aggregator(features, mask)
+
+    def frame_embeddings(self, features: Tensor, mask: Tensor | None = None) -> Tensor:
+        return self.aggregator.frame_embeddings(features, mask)
+
+
 class TCATask:
     """A :class:`hapref.train.Task` for TCA: view pairs, a memory-bank contrastive loss, DSVR evaluation."""
 
@@ -187,14 +204,12 @@ class TCATask:
         self.profile, self.variant, self.seed = PROFILES[profile], variant, seed
         self.data = prepare_data(profile, variant.pooling, progress)
         self.criterion = contrastive_loss(variant.loss, variant.temperature, variant.m, variant.gamma)
-        size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
-        self.bank = MemoryBank(size, self.data.train.shape[-1]) if size > 0 else None
+        self.bank_size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
 
-    def build_model(self) -> TemporalContextAggregator:
-        p = self.profile
-        if self.bank is not None:   # a fresh model starts from an empty bank
-            self.bank = MemoryBank(self.bank.size, self.data.train.shape[-1])
-        return TemporalContextAggregator(self.data.train.shape[-1], p.nhead, 1, p.dim_feedforward, p.dropout)
+    def build_model(self) -> "AggregatorWithBank":
+        p, dim = self.profile, self.data.train.shape[-1]
+        aggregator = TemporalContextAggregator(dim, p.nhead, 1, p.dim_feedforward, p.dropout)
+        return AggregatorWithBank(aggregator, MemoryBank(self.bank_size, dim) if self.bank_size > 0 else None)
 
     def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
@@ -205,18 +220,16 @@ class TCATask:
         return {"anchor": self.data.train[clips, anchor].to(device),
                 "positive": self.data.train[clips, positive].to(device), "clips": clips.to(device)}
 
-    def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+    def loss(self, model: AggregatorWithBank, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         query = model(batch["anchor"]).float()
         key = model(batch["positive"]).float().detach()      # key encoder = query encoder (momentum 0), no gradient
-        if self.bank is not None and self.bank.keys.device != key.device:
-            self.bank.to(key.device)
-        sims, valid = contrastive_similarities(query, key, self.bank, batch["clips"])
+        sims, valid = contrastive_similarities(query, key, model.bank, batch["clips"])
         loss = self.criterion(sims, valid)
-        if self.bank is not None:
-            self.bank.enqueue(key, batch["clips"])             # after the loss: this batch is a negative from now on
+        if model.bank is not None:
+            model.bank.enqueue(key, batch["clips"])            # after the loss: this batch is a negative from now on
         return {"loss": loss, "s_pos": sims[:, 0].mean().detach()}
 
-    def scores(self, model: TemporalContextAggregator) -> dict[str, Tensor]:
+    def scores(self, model: AggregatorWithBank | TemporalContextAggregator) -> dict[str, Tensor]:
         """Query × database scores ``[Q, M]`` of TCA_c, TCA_f and TCA_sym (on the CPU)."""
         device = next(model.parameters()).device
         d = self.data
