@@ -263,6 +263,7 @@ def test_smoke_pipeline_prints_eval_line(tmp_path) -> None:
                           "--no-progress"], capture_output=True, text=True, env=env, timeout=300, check=True)
     last = out.stdout.strip().splitlines()[-1]
     assert last.startswith("eval: mAP=") and " uAP=" in last
+    assert "it/s" not in out.stderr                      # --no-progress hides the data-preparation bars too
 
 
 def test_resume_is_exact_including_the_memory_bank(tmp_path, monkeypatch) -> None:

@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="folder for checkpoint.pt, config.json, metrics.json")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = parser.parse_args(argv)
     try:
         pipeline = load_pipeline(args.pipeline)
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--loss must be one of {', '.join(pipeline.LOSSES)}; got {loss!r}")
     if args.resume and args.out is None:
         parser.error("--resume needs --out")
-    task, config = pipeline.build(args.profile, loss, args.seed)
+    task, config = pipeline.build(args.profile, loss, args.seed, progress=not args.no_progress)
     result = fit(task, config, out_dir=args.out, resume=args.resume, progress=not args.no_progress)
     print(pipeline.summary_line(result.metrics))
     return 0

@@ -20,16 +20,13 @@ import functools
 import torch
 from torch import Tensor, nn
 
-from hapref.data.finegrained import make_finegrained_videos
-from hapref.features import load_backbone
 
 from hapref.losses.autossvh import (AutoSSVHWeights, autossvh_loss, component_vote, dcl_loss, frame_reconstruction,
                                     kmeans_clusters, p2set_loss, view_contrast)
 from hapref.metrics.hashing import map_at_ns
 from hapref.models.autossvh import AutoSSVHNet, num_dropped, random_drop
 from hapref.train.loop import TrainConfig
-from hapref.models.radial import frame_features, pad_features
-from hapref.train.radial import FeatureSplit
+from hapref.train.radial import FeatureSplit, extract_finegrained_features
 
 __all__ = ["LOSSES", "PROFILES", "AutoSSVHTask", "build", "fixed_length", "hamming_scores", "hashing_metrics",
            "summary_line", "video_features"]
@@ -59,12 +56,7 @@ def video_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, Feat
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
     settings = PROFILES[profile]
-    backbone = load_backbone(**settings["backbone"])
-    splits = []
-    for videos in make_finegrained_videos(seed=data_seed, **settings["data"]):
-        features, lengths = pad_features([frame_features(backbone, v) for v in videos.videos])
-        splits.append(FeatureSplit(features, lengths, videos.classes, videos.subclasses))
-    return splits[0], splits[1]
+    return extract_finegrained_features(settings["data"], settings["backbone"], data_seed)
 
 
 def fixed_length(split: FeatureSplit, frames: int) -> Tensor:
@@ -167,8 +159,11 @@ class AutoSSVHTask:
         return hashing_metrics(query, database, self.test_labels, self.train_labels)
 
 
-def build(profile: str, loss: str, seed: int) -> tuple[AutoSSVHTask, TrainConfig]:
-    """The task and optimisation settings of one run (registry contract of :mod:`hapref.train`)."""
+def build(profile: str, loss: str, seed: int, progress: bool = True) -> tuple[AutoSSVHTask, TrainConfig]:
+    """The task and optimisation settings of one run (registry contract of :mod:`hapref.train`).
+
+    ``progress`` is part of that contract; the few seconds of feature extraction here show no bar.
+    """
     task = AutoSSVHTask(profile, loss, seed)
     s = task.settings
     return task, TrainConfig(steps=s["steps"], lr=s["lr"], weight_decay=0.0, warmup_steps=s["steps"] // 10, seed=seed)

@@ -242,11 +242,11 @@ def config_for(profile: str, seed: int = 0, **overrides: Any) -> TrainConfig:
                                eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
 
 
-def build(profile: str, loss: str, seed: int) -> tuple[HAPVRTask, TrainConfig]:
+def build(profile: str, loss: str, seed: int, progress: bool = True) -> tuple[HAPVRTask, TrainConfig]:
     """The HAP-VR task and training config for ``python -m hapref.train hapvr``."""
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
-    return HAPVRTask(profile, Variant(video_loss=loss), seed, progress=True), config_for(profile, seed)
+    return HAPVRTask(profile, Variant(video_loss=loss), seed, progress=progress), config_for(profile, seed)
 
 
 def summary_line(metrics: dict[str, float]) -> str:

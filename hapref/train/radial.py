@@ -25,8 +25,8 @@ from hapref.metrics import mean_average_precision, ndcg, quadlet_precision, trip
 from hapref.models.radial import QuadletVideoNet, frame_features, pad_features
 from hapref.train.loop import TrainConfig
 
-__all__ = ["LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "make_loss", "finegrained_features",
-           "order_metrics", "summary_line"]
+__all__ = ["LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "extract_finegrained_features", "make_loss",
+           "finegrained_features", "order_metrics", "summary_line"]
 
 LOSSES = ("triplet", "quadruplet1", "quadruplet2a", "quadruplet2b", "quadlet", "radial")
 
@@ -57,16 +57,21 @@ class FeatureSplit:
     subclasses: Tensor
 
 
+def extract_finegrained_features(data: dict, backbone: dict, data_seed: int = 0) -> tuple[FeatureSplit, FeatureSplit]:
+    """Frozen-backbone frame features of the (train, test) fine-grained videos made with ``data`` settings."""
+    cnn = load_backbone(**backbone)
+    splits = []
+    for videos in make_finegrained_videos(seed=data_seed, **data):
+        features, lengths = pad_features([frame_features(cnn, v) for v in videos.videos])
+        splits.append(FeatureSplit(features, lengths, videos.classes, videos.subclasses))
+    return splits[0], splits[1]
+
+
 @functools.lru_cache(maxsize=4)
 def finegrained_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, FeatureSplit]:
     """Frame features of the (train, test) fine-grained videos of ``profile``, computed once and cached."""
     settings = _profile(profile)
-    backbone = load_backbone(**settings["backbone"])
-    splits = []
-    for videos in make_finegrained_videos(seed=data_seed, **settings["data"]):
-        features, lengths = pad_features([frame_features(backbone, v) for v in videos.videos])
-        splits.append(FeatureSplit(features, lengths, videos.classes, videos.subclasses))
-    return splits[0], splits[1]
+    return extract_finegrained_features(settings["data"], settings["backbone"], data_seed)
 
 
 def _profile(profile: str) -> dict:
@@ -144,8 +149,11 @@ class RadialTask:
                              self.train_split, self.test_split, self.eval_quadlets)
 
 
-def build(profile: str, loss: str, seed: int) -> tuple[RadialTask, TrainConfig]:
-    """The task and optimisation settings of one run (registry contract of :mod:`hapref.train`)."""
+def build(profile: str, loss: str, seed: int, progress: bool = True) -> tuple[RadialTask, TrainConfig]:
+    """The task and optimisation settings of one run (registry contract of :mod:`hapref.train`).
+
+    ``progress`` is part of that contract; the few seconds of feature extraction here show no bar.
+    """
     task = RadialTask(profile, loss, seed)
     settings = task.settings
     return task, TrainConfig(steps=settings["steps"], lr=settings["lr"], weight_decay=1e-4,

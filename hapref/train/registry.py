@@ -1,4 +1,7 @@
-"""Registry of training pipelines: name -> module exposing LOSSES, build() and summary_line()."""
+"""Registry of training pipelines: name -> module exposing LOSSES, build() and summary_line().
+
+``build(profile, loss, seed, progress=True) -> (task, TrainConfig)``; ``progress`` shows data-preparation bars.
+"""
 
 from __future__ import annotations
 
