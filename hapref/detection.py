@@ -1,4 +1,4 @@
-"""Shot-boundary and critical-clip detection from a learned clip embedding (Radial seed 002, "Testing", Fig. 3).
+"""Shot-boundary and critical-clip detection from a learned clip embedding (Radial loss paper, "Testing", Fig. 3).
 
 A window of ``W`` consecutive frames slides over the video (stride 1) and is embedded. Inside a clip,
 the distance ``||f_1 - f_n||`` from the clip's first window stays low; when the first frame of the

@@ -2,8 +2,48 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import TypeVar
+
 import torch
 from torch import Tensor
+
+F = TypeVar("F", bound=Callable)
+
+#: What each keyword of hapref's vocabulary means; old keywords are refused with this text.
+KEYWORD_MEANINGS = {
+    "ignore": "bool, True = leave the entry out of the ranking or the loss",
+    "valid": "bool, True = a real frame or item, False = padding",
+}
+
+
+def renamed_keywords(**renames: str) -> Callable[[F], F]:
+    """Refuse keywords that were renamed, with a ``TypeError`` naming the new keyword and its meaning.
+
+    ``mask`` used to mean "leave out" in the losses and metrics and "real frame" in the similarity
+    functions; it became ``ignore`` and ``valid``. The wrapped signature is unchanged.
+
+    Examples:
+        >>> @renamed_keywords(mask="ignore")
+        ... def f(x, ignore=None):
+        ...     return x
+        >>> f(1, mask=None)
+        Traceback (most recent call last):
+        ...
+        TypeError: f() takes no keyword 'mask': it is now 'ignore' (bool, True = leave the entry out of the ranking or the loss)
+    """
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for old, new in renames.items():
+                if old in kwargs:
+                    meaning = KEYWORD_MEANINGS.get(new)
+                    raise TypeError(f"{fn.__qualname__}() takes no keyword '{old}': it is now '{new}'"
+                                    + (f" ({meaning})" if meaning else ""))
+            return fn(*args, **kwargs)
+        return wrapper  # type: ignore[return-value]
+    return decorate
 
 
 def check_float_tensor(x: object, name: str, ndim: int | tuple[int, ...] | None = None,
@@ -36,15 +76,15 @@ def check_binary(x: object, name: str, shape: torch.Size) -> Tensor:
     return x.bool()
 
 
-def check_scores_relevance(scores: object, relevance: object, mask: object = None, ndim: int = 2,
+def check_scores_relevance(scores: object, relevance: object, ignore: object = None, ndim: int = 2,
                            ) -> tuple[Tensor, Tensor, Tensor | None]:
-    """Validate a (scores, relevance[, mask]) triple of equal shape with ``ndim`` dimensions.
+    """Validate a (scores, relevance[, ignore]) triple of equal shape with ``ndim`` dimensions.
 
-    Returns the scores unchanged, relevance as bool and mask as bool (or None). ``mask`` marks
+    Returns the scores unchanged, relevance as bool and ignore as bool (or None). ``ignore`` marks
     entries to ignore (True = ignored).
     """
     scores = check_float_tensor(scores, "scores", ndim)
     relevance = check_binary(relevance, "relevance", scores.shape).to(scores.device)
-    if mask is not None:
-        mask = check_binary(mask, "mask", scores.shape).to(scores.device)
-    return scores, relevance, mask
+    if ignore is not None:
+        ignore = check_binary(ignore, "ignore", scores.shape).to(scores.device)
+    return scores, relevance, ignore

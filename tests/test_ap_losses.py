@@ -24,19 +24,19 @@ ALL_LOSSES = {
 
 # ---------------------------------------------------------------- literal transcriptions (float64 loops)
 
-def _rows(scores, relevance, mask):
+def _rows(scores, relevance, ignore):
     """Yield (s, positives, negatives) per query with a positive, as Python lists."""
     for q in range(scores.shape[0]):
-        keep = [k for k in range(scores.shape[1]) if mask is None or not mask[q, k]]
+        keep = [k for k in range(scores.shape[1]) if ignore is None or not ignore[q, k]]
         pos = [k for k in keep if relevance[q, k]]
         neg = [k for k in keep if not relevance[q, k]]
         if pos:
             yield [float(v) for v in scores[q]], pos, neg
 
 
-def literal_relaxed_ap_loss(scores, relevance, mask, pos_step, neg_step, p):
+def literal_relaxed_ap_loss(scores, relevance, ignore, pos_step, neg_step, p):
     losses = []
-    for s, pos, neg in _rows(scores, relevance, mask):
+    for s, pos, neg in _rows(scores, relevance, ignore):
         ap = 0.0
         for j in pos:
             rank_pos = 1 + p * sum(pos_step(s[k] - s[j]) for k in pos if k != j)
@@ -56,10 +56,10 @@ def literal_sigmoid(x, tau):
     return 1 / (1 + math.exp(-x / tau)) if x > -700 * tau else 0.0
 
 
-def literal_histogram_ap_loss(scores, relevance, mask, centres):
+def literal_histogram_ap_loss(scores, relevance, ignore, centres):
     width = centres[0] - centres[1]
     losses = []
-    for s, pos, neg in _rows(scores, relevance, mask):
+    for s, pos, neg in _rows(scores, relevance, ignore):
         def mass(items, b):
             return sum(max(0.0, 1 - abs(min(max(s[k], centres[-1]), centres[0]) - centres[b]) / width) for k in items)
         ap, cum_pos, cum_all = 0.0, 0.0, 0.0
@@ -72,30 +72,30 @@ def literal_histogram_ap_loss(scores, relevance, mask, centres):
     return sum(losses) / len(losses)
 
 
-def literal_exact_ap_loss(scores, relevance, mask):
-    return literal_relaxed_ap_loss(scores, relevance, mask, lambda x: float(x > 0), lambda x: float(x > 0), 1.0)
+def literal_exact_ap_loss(scores, relevance, ignore):
+    return literal_relaxed_ap_loss(scores, relevance, ignore, lambda x: float(x > 0), lambda x: float(x > 0), 1.0)
 
 
-def literal_contrastive(scores, relevance, mask, mp, mn):
+def literal_contrastive(scores, relevance, ignore, mp, mn):
     out = []
-    for s, pos, neg in _rows(scores, relevance, mask):
+    for s, pos, neg in _rows(scores, relevance, ignore):
         term = sum(max(0.0, mp - s[k]) for k in pos) / len(pos)
         term += sum(max(0.0, s[k] - mn) for k in neg) / len(neg) if neg else 0.0
         out.append(term)
     return sum(out) / len(out)
 
 
-def literal_triplet(scores, relevance, mask, margin):
+def literal_triplet(scores, relevance, ignore, margin):
     out = []
-    for s, pos, neg in _rows(scores, relevance, mask):
+    for s, pos, neg in _rows(scores, relevance, ignore):
         terms = [max(0.0, s[n] - s[p] + margin) for p in pos for n in neg]
         out.append(sum(terms) / len(terms) if terms else 0.0)
     return sum(out) / len(out)
 
 
-def literal_circle(scores, relevance, mask, m, gamma):
+def literal_circle(scores, relevance, ignore, m, gamma):
     out = []
-    for s, pos, neg in _rows(scores, relevance, mask):
+    for s, pos, neg in _rows(scores, relevance, ignore):
         lp = [-gamma * max(0.0, 1 + m - s[k]) * (s[k] - (1 - m)) for k in pos]
         ln = [gamma * max(0.0, s[k] + m) * (s[k] - m) for k in neg]
         if not ln:
@@ -106,9 +106,9 @@ def literal_circle(scores, relevance, mask, m, gamma):
     return sum(out) / len(out)
 
 
-def literal_pointwise(scores, relevance, mask, power):
+def literal_pointwise(scores, relevance, ignore, power):
     out = []
-    for s, pos, neg in _rows(scores, relevance, mask):
+    for s, pos, neg in _rows(scores, relevance, ignore):
         out.append(sum(abs(s[k] - (k in pos)) ** power for k in pos + neg) / len(pos + neg))
     return sum(out) / len(out)
 
@@ -121,9 +121,9 @@ def random_batch(q=5, m=9, seed=0, ties=False, dtype=torch.float64):
     relevance = torch.rand(q, m, generator=g) < 0.35
     relevance[0] = True           # an all-positive row
     relevance[1] = False          # a row without positives
-    mask = torch.rand(q, m, generator=g) < 0.2
-    mask[0, :2] = True
-    return scores, relevance, mask
+    ignore = torch.rand(q, m, generator=g) < 0.2
+    ignore[0, :2] = True
+    return scores, relevance, ignore
 
 
 LITERALS = {
@@ -247,7 +247,7 @@ def test_loss_matches_literal_transcription(name, ties):
         assert got.item() == pytest.approx(literal(s, r, k), abs=1e-10)
 
 
-def test_unmasked_and_no_mask_paths_agree():
+def test_unmasked_and_no_ignore_paths_agree():
     s, r, _ = random_batch(seed=4)
     for name, make in ALL_LOSSES.items():
         loss = make()
@@ -390,7 +390,7 @@ def test_bad_inputs_raise_value_errors_naming_the_argument(name):
         loss(s, r[:, :3])
     with pytest.raises(ValueError, match="relevance"):
         loss(s, torch.full((3, 4), 2))
-    with pytest.raises(ValueError, match="mask"):
+    with pytest.raises(ValueError, match="ignore"):
         loss(s, r, torch.zeros(4, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match="scores"):
         loss(torch.full((3, 4), float("nan")), r)
@@ -411,7 +411,7 @@ def test_smooth_ap_equals_pytorch_metric_learning(classes, per_class):
     from pytorch_metric_learning.losses import SmoothAPLoss
     emb = torch.randn(classes * per_class, 8, dtype=torch.float64)
     labels = torch.arange(classes).repeat_interleave(per_class)  # PML needs equal, contiguous class blocks
-    # Conventions: PML counts each query as its own positive and ranks it (no mask), on cosine
+    # Conventions: PML counts each query as its own positive and ranks it (no ignore), on cosine
     # scores. PML 2.9 takes the positive sets to be consecutive blocks of `classes` items, which
     # are the classes only when classes == per_class; we reproduce its grouping to compare.
     block = torch.arange(classes * per_class) // classes

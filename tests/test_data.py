@@ -220,7 +220,7 @@ def test_video_dataset_and_collate():
     assert ds[1]["id"] == "b" and ds.num_frames.tolist() == [3, 5]
     batch = collate_videos([ds[0], ds[1]])
     assert batch["frames"].shape == (2, 5, 4, 4, 3) and batch["ids"] == ["a", "b"]
-    assert batch["mask"].tolist() == [[True] * 3 + [False] * 2, [True] * 5]
+    assert batch["valid"].tolist() == [[True] * 3 + [False] * 2, [True] * 5]
     assert (batch["frames"][0, 3:] == 0).all() and torch.equal(batch["frames"][1], videos[1])
     with pytest.raises(ValueError, match="batch"):
         collate_videos([])

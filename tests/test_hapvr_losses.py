@@ -122,9 +122,9 @@ def literal_frame_loss(frame_sim, pos, neg, video_rel, ap_loss) -> float:
     return sum(values) / len(values)
 
 
-def toy_ap_loss(scores, relevance, mask=None):
-    """A simple mean-over-rows loss, standing in for any loss(scores, relevance, mask)."""
-    keep = torch.ones_like(relevance) if mask is None else ~mask
+def toy_ap_loss(scores, relevance, ignore=None):
+    """A simple mean-over-rows loss, standing in for any loss(scores, relevance, ignore)."""
+    keep = torch.ones_like(relevance) if ignore is None else ~ignore
     pos_mean = (scores * (relevance & keep)).sum(1) / (relevance & keep).sum(1).clamp(min=1)
     neg_mean = (scores * (~relevance & keep)).sum(1) / (~relevance & keep).sum(1).clamp(min=1)
     return (neg_mean - pos_mean).mean()

@@ -31,10 +31,10 @@ def brute_ap(scores: list[float], relevant: list[bool]) -> float:
     return sum(precisions) / len(precisions)
 
 
-def brute_map(scores: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor | None) -> float:
+def brute_map(scores: torch.Tensor, relevance: torch.Tensor, ignore: torch.Tensor | None) -> float:
     aps = []
     for q in range(scores.shape[0]):
-        keep = [j for j in range(scores.shape[1]) if mask is None or not mask[q, j]]
+        keep = [j for j in range(scores.shape[1]) if ignore is None or not ignore[q, j]]
         s = [float(scores[q, j]) for j in keep]
         r = [bool(relevance[q, j]) for j in keep]
         if any(r):
@@ -113,32 +113,32 @@ def test_average_precision_float16_and_infinite_scores() -> None:
 
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_mean_average_precision_mask_and_skipped_queries(device: str, dtype: torch.dtype) -> None:
+def test_mean_average_precision_ignore_and_skipped_queries(device: str, dtype: torch.dtype) -> None:
     q, m = 7, 25
     scores = tied_scores((q, m), 6, dtype, device)
     relevance = torch.rand(q, m, device=device) < 0.3
     relevance[2] = False                     # no relevant item at all: skipped
-    mask = torch.rand(q, m, device=device) < 0.2
-    relevance[4] = mask[4] & (torch.rand(m, device=device) < 0.5)  # relevant items only under the mask: skipped
-    relevance[0, 0], mask[0, 0] = True, False
-    value = mean_average_precision(scores, relevance, mask)
+    ignore = torch.rand(q, m, device=device) < 0.2
+    relevance[4] = ignore[4] & (torch.rand(m, device=device) < 0.5)  # relevant items only under the ignore: skipped
+    relevance[0, 0], ignore[0, 0] = True, False
+    value = mean_average_precision(scores, relevance, ignore)
     assert value.device.type == device and value.dtype == dtype
-    assert value.item() == pytest.approx(brute_map(scores.cpu(), relevance.cpu(), mask.cpu()), abs=1e-6)
-    kept = [i for i in range(q) if (relevance[i] & ~mask[i]).any()]
-    sk = np.mean([average_precision_score(relevance[i][~mask[i]].cpu().numpy(), scores[i][~mask[i]].cpu().numpy())
+    assert value.item() == pytest.approx(brute_map(scores.cpu(), relevance.cpu(), ignore.cpu()), abs=1e-6)
+    kept = [i for i in range(q) if (relevance[i] & ~ignore[i]).any()]
+    sk = np.mean([average_precision_score(relevance[i][~ignore[i]].cpu().numpy(), scores[i][~ignore[i]].cpu().numpy())
                   for i in kept])
     assert value.item() == pytest.approx(sk, abs=1e-6)
-    # the masked entries really are ignored: changing their scores changes nothing
-    shuffled = torch.where(mask, torch.rand_like(scores), scores)
-    assert mean_average_precision(shuffled, relevance, mask).item() == pytest.approx(value.item(), abs=1e-6)
+    # the ignored entries really are ignored: changing their scores changes nothing
+    shuffled = torch.where(ignore, torch.rand_like(scores), scores)
+    assert mean_average_precision(shuffled, relevance, ignore).item() == pytest.approx(value.item(), abs=1e-6)
 
 
-def test_mean_average_precision_self_mask_excludes_the_query() -> None:
+def test_mean_average_precision_self_ignore_excludes_the_query() -> None:
     scores = torch.tensor([[1.0, 0.9, 0.1], [0.2, 1.0, 0.8]])
     relevance = torch.tensor([[1, 0, 1], [0, 1, 1]])
-    mask = torch.eye(3, dtype=torch.bool)[:2]
+    ignore = torch.eye(3, dtype=torch.bool)[:2]
     # query 0 ranks [item 1 (irrelevant), item 2 (relevant)] -> 1/2; query 1 ranks [item 2 (relevant), item 0] -> 1
-    assert mean_average_precision(scores, relevance, mask).item() == pytest.approx(0.75)
+    assert mean_average_precision(scores, relevance, ignore).item() == pytest.approx(0.75)
 
 
 def test_mean_average_precision_chunked_equals_single_pass(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,10 +158,10 @@ def test_micro_average_precision_pools_all_pairs(device: str, dtype: torch.dtype
     scores = tied_scores((6, 20), 8, dtype, device)
     relevance = torch.rand(6, 20, device=device) < 0.25
     relevance[0, 0] = True
-    mask = torch.rand(6, 20, device=device) < 0.2
-    mask[0, 0] = False
-    value = micro_average_precision(scores, relevance, mask)
-    keep = ~mask
+    ignore = torch.rand(6, 20, device=device) < 0.2
+    ignore[0, 0] = False
+    value = micro_average_precision(scores, relevance, ignore)
+    keep = ~ignore
     pooled_s, pooled_r = scores[keep].cpu(), relevance[keep].cpu()
     assert value.device.type == device and value.dtype == dtype
     assert value.item() == pytest.approx(average_precision_score(pooled_r.numpy(), pooled_s.numpy()), abs=1e-6)
@@ -186,10 +186,10 @@ def test_all_queries_skipped_raise() -> None:
         map_at_n(scores, relevance, 2)
     with pytest.raises(ValueError, match="relevance"):
         average_precision(scores[0], relevance[0])
-    only_masked = torch.zeros(3, 5, dtype=torch.bool)
-    only_masked[:, 0] = True
+    only_ignored = torch.zeros(3, 5, dtype=torch.bool)
+    only_ignored[:, 0] = True
     with pytest.raises(ValueError, match="relevance"):
-        mean_average_precision(scores, only_masked, mask=only_masked)
+        mean_average_precision(scores, only_ignored, ignore=only_ignored)
 
 
 # ----------------------------------------------------------------------------- mAP@N, GMAP
@@ -228,12 +228,12 @@ def test_map_at_n_conventions_hand_example() -> None:
     assert map_at_n(scores, relevance, 30).item() == pytest.approx(mean_average_precision(scores, relevance).item())
 
 
-def test_map_at_n_mask_moves_items_out_of_the_top() -> None:
+def test_map_at_n_ignore_moves_items_out_of_the_top() -> None:
     scores = torch.tensor([[1.0, 0.9, 0.8]])
     relevance = torch.tensor([[1, 0, 1]])
-    mask = torch.tensor([[True, False, False]])
+    ignore = torch.tensor([[True, False, False]])
     # kept list: [irrelevant, relevant] -> standard AP@2 = (1/2)/1
-    assert map_at_n(scores, relevance, 2, mask=mask).item() == pytest.approx(0.5)
+    assert map_at_n(scores, relevance, 2, ignore=ignore).item() == pytest.approx(0.5)
 
 
 def test_map_at_n_accepts_numpy_integers() -> None:
@@ -284,13 +284,13 @@ def test_ndcg_tie_averaging_brute_force_and_mask() -> None:
             assert ndcg(scores, gains, k=k).item() == pytest.approx(expected, abs=1e-12)
     scores = torch.tensor([[0.1, 0.9, 0.5, 0.7]])
     gains = torch.tensor([[2, 0, 1, 2]])
-    mask = torch.tensor([[False, True, False, False]])
+    ignore = torch.tensor([[False, True, False, False]])
     # kept ranking: gains [2 (0.7), 1 (0.5), 2 (0.1)]; ideal [2, 2, 1]
     dcg = 2 + 1 / math.log2(3) + 2 / math.log2(4)
     idcg = 2 + 2 / math.log2(3) + 1 / math.log2(4)
-    assert ndcg(scores, gains, mask=mask).item() == pytest.approx(dcg / idcg)
+    assert ndcg(scores, gains, ignore=ignore).item() == pytest.approx(dcg / idcg)
     with pytest.raises(ValueError, match="gains"):
-        ndcg(scores, torch.tensor([[0, 3, 0, 0]]), mask=mask)
+        ndcg(scores, torch.tensor([[0, 3, 0, 0]]), ignore=ignore)
 
 
 # ----------------------------------------------------------------------------- PR curve
@@ -300,11 +300,11 @@ def test_precision_recall_curve_matches_sklearn(device: str, dtype: torch.dtype)
     scores = tied_scores((5, 30), 12, dtype, device)
     relevance = torch.rand(5, 30, device=device) < 0.3
     relevance[0, 0] = True
-    mask = torch.rand(5, 30, device=device) < 0.1
-    mask[0, 0] = False
+    ignore = torch.rand(5, 30, device=device) < 0.1
+    ignore[0, 0] = False
     single_relevance = relevance[1] | (scores[1] == scores[1].max())
     cases = [((scores[1], single_relevance), (scores[1], single_relevance)),        # one list
-             ((scores, relevance, mask), (scores[~mask], relevance[~mask]))]        # pooled, masked
+             ((scores, relevance, ignore), (scores[~ignore], relevance[~ignore]))]        # pooled, ignored
     for args, (s, r) in cases:
         precision, recall, thresholds = precision_recall_curve(*args)
         sk_p, sk_r, sk_t = sk_precision_recall_curve(r.cpu().numpy(), s.cpu().numpy())
@@ -366,7 +366,7 @@ def call(fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
     (call(average_precision, [0.3, 0.2], torch.ones(2)), "scores"),
     (call(mean_average_precision, torch.rand(2, 3), torch.ones(2, 4)), "relevance"),
     (call(mean_average_precision, torch.rand(2, 0), torch.ones(2, 0)), "scores"),
-    (call(mean_average_precision, torch.rand(2, 3), torch.ones(2, 3), torch.ones(3, 2)), "mask"),
+    (call(mean_average_precision, torch.rand(2, 3), torch.ones(2, 3), torch.ones(3, 2)), "ignore"),
     (call(mean_average_precision, torch.rand(2, 3), torch.full((2, 3), 0.5)), "relevance"),
     (call(micro_average_precision, torch.full((2, 2), float("nan")), torch.ones(2, 2)), "scores"),
     (call(map_at_n, torch.rand(2, 3), torch.ones(2, 3), 0), "n"),

@@ -1,4 +1,4 @@
-"""Radial seed 002: losses vs literal transcriptions, printed gradients vs autograd, Theorem 3.1."""
+"""Radial loss: losses vs literal transcriptions, printed gradients vs autograd, Theorem 3.1."""
 
 from __future__ import annotations
 

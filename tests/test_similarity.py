@@ -1,4 +1,4 @@
-"""Chamfer / TopK-Chamfer vs literal loops, masks, ψ, the similarity network, chunking and gradients."""
+"""Chamfer / TopK-Chamfer vs literal loops, valid flags, ψ, the similarity network, chunking and gradients."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hapref.similarity import (
     mean_pooled_similarity,
     mean_similarity,
     pad_videos,
-    pair_mask,
+    pair_valid,
     similarity_regularization,
     squash,
     symmetric_chamfer,
@@ -57,24 +57,24 @@ def test_limits_are_chamfer_and_mean() -> None:
 
 
 @pytest.mark.parametrize("k", [0.0, 0.3, 1.0])
-def test_mask_equals_cropping_valid_frames(k: float) -> None:
+def test_valid_equals_cropping_valid_frames(k: float) -> None:
     q_len, t_len = torch.tensor([5, 3, 7]), torch.tensor([6, 8, 2])
     sim = torch.randn(3, 7, 8, dtype=torch.float64)
-    mask = pair_mask(torch.arange(7) < q_len[:, None], torch.arange(8) < t_len[:, None])
-    garbage = sim.masked_fill(~mask, 1e3)  # padded values must never leak in
-    out = topk_chamfer(garbage, k, mask)
+    valid = pair_valid(torch.arange(7) < q_len[:, None], torch.arange(8) < t_len[:, None])
+    garbage = sim.masked_fill(~valid, 1e3)  # padded values must never leak in
+    out = topk_chamfer(garbage, k, valid)
     expected = torch.stack([topk_chamfer(sim[i, :q_len[i], :t_len[i]], k) for i in range(3)])
     torch.testing.assert_close(out, expected)
-    sym = symmetric_chamfer(garbage, mask, k)
+    sym = symmetric_chamfer(garbage, valid, k)
     expected_sym = torch.stack([symmetric_chamfer(sim[i, :q_len[i], :t_len[i]], k=k) for i in range(3)])
     torch.testing.assert_close(sym, expected_sym)
 
 
 def test_fully_masked_pair_is_zero_not_nan() -> None:
     sim = torch.randn(2, 4, 5, requires_grad=True)
-    mask = torch.zeros(2, 4, 5, dtype=torch.bool)
-    mask[1, :2, :3] = True
-    out = topk_chamfer(sim, 0.5, mask)
+    valid = torch.zeros(2, 4, 5, dtype=torch.bool)
+    valid[1, :2, :3] = True
+    out = topk_chamfer(sim, 0.5, valid)
     assert out[0].item() == 0.0 and torch.isfinite(out).all()
     out.sum().backward()
     assert torch.isfinite(sim.grad).all() and sim.grad[0].abs().sum() == 0
@@ -82,8 +82,8 @@ def test_fully_masked_pair_is_zero_not_nan() -> None:
 
 def test_topk_gradient_matches_gradcheck() -> None:
     sim = torch.randn(2, 5, 6, dtype=torch.float64, requires_grad=True)
-    mask = torch.rand(2, 5, 6) > 0.3
-    assert torch.autograd.gradcheck(lambda s: topk_chamfer(s, 0.4, mask), (sim,))
+    valid = torch.rand(2, 5, 6) > 0.3
+    assert torch.autograd.gradcheck(lambda s: topk_chamfer(s, 0.4, valid), (sim,))
 
 
 def test_bad_inputs_raise_value_errors() -> None:
@@ -91,7 +91,7 @@ def test_bad_inputs_raise_value_errors() -> None:
         topk_chamfer(torch.ones(3), 0.1)
     with pytest.raises(ValueError, match="k"):
         topk_chamfer(torch.ones(2, 2), 1.5)
-    with pytest.raises(ValueError, match="mask"):
+    with pytest.raises(ValueError, match="valid"):
         topk_chamfer(torch.ones(2, 3), 0.1, torch.ones(4, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match="measure"):
         video_similarity_matrix(torch.ones(1, 2, 3), torch.ones(1, 2, 3), measure="nope")
@@ -121,26 +121,26 @@ def test_frame_to_frame_matches_literal_region_loop() -> None:
                     assert f2f[a, b, i, j].item() == pytest.approx(literal_topk_chamfer(regions, 0.5))
 
 
-def test_comparator_shapes_mask_and_squash() -> None:
+def test_comparator_shapes_valid_and_squash() -> None:
     psi = VideoComparator().double()
-    raw, out_mask = psi(torch.rand(4, 28, 13, dtype=torch.float64), torch.ones(4, 28, 13, dtype=torch.bool))
-    assert raw.shape == (4, 7, 4) and out_mask.shape == (4, 7, 4)
+    raw, out_valid = psi(torch.rand(4, 28, 13, dtype=torch.float64), torch.ones(4, 28, 13, dtype=torch.bool))
+    assert raw.shape == (4, 7, 4) and out_valid.shape == (4, 7, 4)
     # padded cells never matter: a padded matrix gives the cropped matrix's output on its valid cells
-    sim, mask = torch.rand(1, 9, 9, dtype=torch.float64), torch.zeros(1, 9, 9, dtype=torch.bool)
-    mask[:, :5, :6] = True
-    torch.testing.assert_close(psi(sim, mask)[0][:, :2, :2], psi(sim[:, :5, :6])[0])
-    assert pool_mask_ok(mask, psi(sim, mask)[1])
+    sim, valid = torch.rand(1, 9, 9, dtype=torch.float64), torch.zeros(1, 9, 9, dtype=torch.bool)
+    valid[:, :5, :6] = True
+    torch.testing.assert_close(psi(sim, valid)[0][:, :2, :2], psi(sim[:, :5, :6])[0])
+    assert pool_valid_ok(valid, psi(sim, valid)[1])
     x = torch.linspace(-3, 3, 13, dtype=torch.float64)
     torch.testing.assert_close(squash(x), x.clamp(-1, 1) / 2 + 0.5)
     expected = sum(max(-1 - v, 0) + max(v - 1, 0) for v in x.tolist())
     assert similarity_regularization(x).item() == pytest.approx(expected)
 
 
-def pool_mask_ok(mask: torch.Tensor, pooled: torch.Tensor) -> bool:
+def pool_valid_ok(valid: torch.Tensor, pooled: torch.Tensor) -> bool:
     """A pooled cell is valid iff one of the input cells it covers (4×4 block) is valid."""
     for i in range(pooled.shape[1]):
         for j in range(pooled.shape[2]):
-            if pooled[0, i, j].item() != mask[0, 4 * i:4 * i + 4, 4 * j:4 * j + 4].any().item():
+            if pooled[0, i, j].item() != valid[0, 4 * i:4 * i + 4, 4 * j:4 * j + 4].any().item():
                 return False
     return True
 
@@ -153,34 +153,34 @@ def make_videos(n: int = 5, t_max: int = 10, r: int = 4, d: int = 16) -> tuple[t
 
 @pytest.mark.parametrize("device", devices())
 def test_network_forward_score_chunked_and_gradients(device: str) -> None:
-    feats, mask = make_videos()
-    feats, mask = feats.to(device), mask.to(device)
+    feats, valid = make_videos()
+    feats, valid = feats.to(device), valid.to(device)
     net = VideoSimilarityNetwork(dims=16, spatial_k=0.5, temporal_k=0.3, attention=True, chunk_size=2).to(device)
     feats.requires_grad_(True)
-    sim, frame_sims, reg = net(feats, mask)
+    sim, frame_sims, reg = net(feats, valid)
     assert sim.shape == (5, 5) and frame_sims.shape == (5, 5, 10, 10) and reg.ndim == 0
     assert ((sim >= 0) & (sim <= 1)).all() and sim.device.type == device
     # padded frame pairs are exactly zero in the frame matrices handed to the frame-level loss
-    assert (frame_sims[~pair_mask(mask[:, None], mask[None])] == 0).all()
+    assert (frame_sims[~pair_valid(valid[:, None], valid[None])] == 0).all()
     (sim.sum() + reg).backward()
     assert torch.isfinite(feats.grad).all() and feats.grad.abs().sum() > 0
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in net.parameters())
     with torch.no_grad():
         for chunk in (1, 3, 7, 100):
-            torch.testing.assert_close(net.score(feats, feats, mask, mask, chunk_size=chunk), sim.detach())
+            torch.testing.assert_close(net.score(feats, feats, valid, valid, chunk_size=chunk), sim.detach())
         # one pair on its own equals its entry in the batch: padding does not change a pair's score
-        alone = net.score(feats[1:2, :int(mask[1].sum())], feats[2:3, :int(mask[2].sum())])
+        alone = net.score(feats[1:2, :int(valid[1].sum())], feats[2:3, :int(valid[2].sum())])
         torch.testing.assert_close(alone[0, 0], sim[1, 2].detach())
 
 
 def test_network_without_comparator_is_two_level_topk_chamfer() -> None:
-    feats, mask = make_videos()
+    feats, valid = make_videos()
     net = VideoSimilarityNetwork(spatial_k=0.5, temporal_k=0.25, comparator=False)
-    sim, frame_sims, reg = net(feats, mask)
+    sim, frame_sims, reg = net(feats, valid)
     assert reg.item() == 0.0
     for a in range(5):
         for b in range(5):
-            qa, tb = feats[a, :int(mask[a].sum())], feats[b, :int(mask[b].sum())]
+            qa, tb = feats[a, :int(valid[a].sum())], feats[b, :int(valid[b].sum())]
             f2f = [[literal_topk_chamfer((qa[i] @ tb[j].T).tolist(), 0.5) for j in range(len(tb))]
                    for i in range(len(qa))]
             assert sim[a, b].item() == pytest.approx(literal_topk_chamfer(f2f, 0.25), abs=1e-5)
@@ -188,27 +188,27 @@ def test_network_without_comparator_is_two_level_topk_chamfer() -> None:
 
 @pytest.mark.parametrize("measure", MEASURES)
 def test_video_similarity_matrix_chunked_and_masked(measure: str) -> None:
-    feats, mask = make_videos(n=6)
-    full = video_similarity_matrix(feats[:2], feats, mask[:2], mask, measure=measure, k=0.3, chunk_size=10**6)
+    feats, valid = make_videos(n=6)
+    full = video_similarity_matrix(feats[:2], feats, valid[:2], valid, measure=measure, k=0.3, chunk_size=10**6)
     for chunk in (1, 4):
         torch.testing.assert_close(
-            video_similarity_matrix(feats[:2], feats, mask[:2], mask, measure=measure, k=0.3, chunk_size=chunk),
+            video_similarity_matrix(feats[:2], feats, valid[:2], valid, measure=measure, k=0.3, chunk_size=chunk),
             full)
-    q, t = feats[1, :int(mask[1].sum())], feats[4, :int(mask[4].sum())]
+    q, t = feats[1, :int(valid[1].sum())], feats[4, :int(valid[4].sum())]
     single = video_similarity_matrix(q[None], t[None], measure=measure, k=0.3)
     torch.testing.assert_close(single[0, 0], full[1, 4])
 
 
 def test_pad_videos() -> None:
-    padded, mask = pad_videos([torch.ones(2, 3), torch.ones(4, 3)])
-    assert padded.shape == (2, 4, 3) and mask.tolist() == [[True, True, False, False], [True] * 4]
+    padded, valid = pad_videos([torch.ones(2, 3), torch.ones(4, 3)])
+    assert padded.shape == (2, 4, 3) and valid.tolist() == [[True, True, False, False], [True] * 4]
     assert padded[0, 2:].abs().sum() == 0
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu() -> None:
-    feats, mask = make_videos()
+    feats, valid = make_videos()
     net = VideoSimilarityNetwork(dims=16, attention=True)
-    expected = net.score(feats, feats, mask, mask)
-    out = net.cuda().score(feats.cuda(), feats.cuda(), mask.cuda(), mask.cuda())
+    expected = net.score(feats, feats, valid, valid)
+    out = net.cuda().score(feats.cuda(), feats.cuda(), valid.cuda(), valid.cuda())
     torch.testing.assert_close(out.cpu(), expected, atol=1e-4, rtol=1e-4)

@@ -1,4 +1,4 @@
-"""TCA (seed 003): the Transformer aggregator, memory bank, InfoNCE / Circle loss, gradient analysis, pipeline."""
+"""TCA: the Transformer aggregator, memory bank, InfoNCE / Circle loss, gradient analysis, pipeline."""
 
 import math
 import subprocess
@@ -34,12 +34,12 @@ def test_presets_and_shapes() -> None:
 def test_masked_frames_do_not_change_the_result() -> None:
     model = small_model(dropout=0.0)
     x = torch.randn(2, 6, 16)
-    mask = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])
+    valid = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])
     garbage = x.clone()
     garbage[0, 4:] = 100 * torch.randn(2, 16)
-    torch.testing.assert_close(model(x, mask), model(garbage, mask))
-    torch.testing.assert_close(model(x[:1, :4]), model(x, mask)[:1])
-    f = model.frame_embeddings(garbage, mask)
+    torch.testing.assert_close(model(x, valid), model(garbage, valid))
+    torch.testing.assert_close(model(x[:1, :4]), model(x, valid)[:1])
+    f = model.frame_embeddings(garbage, valid)
     torch.testing.assert_close(f[0, :4], model.frame_embeddings(x[:1, :4])[0])
     assert (f[0, 4:] == 0).all()
     # a video without any valid frame gives a zero vector, not NaN
@@ -59,7 +59,7 @@ def test_model_input_errors() -> None:
     model = small_model()
     with pytest.raises(ValueError, match="features"):
         model(torch.randn(2, 5, 8))
-    with pytest.raises(ValueError, match="mask"):
+    with pytest.raises(ValueError, match="valid"):
         model(torch.randn(2, 5, 16), torch.ones(2, 5))
     with pytest.raises(ValueError, match="d_model"):
         TemporalContextAggregator(d_model=10, nhead=4)
@@ -102,7 +102,7 @@ def test_losses_match_literal_transcriptions() -> None:
     assert torch.isfinite(CircleLoss()(sims))
 
 
-def test_valid_mask_drops_negatives() -> None:
+def test_valid_flags_drop_negatives() -> None:
     sims = torch.rand(3, 6, dtype=torch.float64)
     valid = torch.tensor([[True, False, True, True, False]] * 3)
     for loss in (MemoryBankInfoNCE(0.1), CircleLoss(0.25, 16.0)):

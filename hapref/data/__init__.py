@@ -28,7 +28,7 @@ Real benchmarks from local files (nothing downloads here; ``data_scripts/`` fetc
 checksummed) and ``extract`` (safe).
 
 Use ``torch.utils.data.DataLoader(bench.database, batch_size=8, collate_fn=collate_videos)`` for padded batches
-with a frame mask.
+with a valid-frame flag.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""S2VS training views (REFERENCE-FACTS §2.4): a weak and a strong augmentation of each clip, plus Video-in-Video.
+"""S2VS training views (the released S2VS code, https://github.com/gkordo/s2vs): a weak and a strong augmentation of each clip, plus Video-in-Video.
 
 Every random choice is made once per clip and applied to all of its frames (the same crop, flip, colour
 change, overlay on every frame, like kornia's ``VideoSequential(same_on_frame=True)``). Parameters are drawn
@@ -178,7 +178,7 @@ def _randaugment_op(name: str, x: Tensor, level: float, sign: Tensor) -> Tensor:
 
 
 class ClipAugmenter:
-    """S2VS weak or strong views of a batch of clips, REFERENCE-FACTS §2.4 (defaults of S2VS ``train_ssl.sh``).
+    """S2VS weak or strong views of a batch of clips, the released S2VS code, https://github.com/gkordo/s2vs (defaults of S2VS ``train_ssl.sh``).
 
     ``augmenter(clips, generator)`` maps clips ``[B, T, H, W, 3]`` (uint8, or float in [0, 1]) to views
     ``[B, num_frames, size, size, 3]`` of the same dtype on the same device; ``num_frames`` and ``size``

@@ -35,16 +35,16 @@ class VideoDataset(Dataset):
 
 
 def collate_videos(batch: Sequence[dict]) -> dict:
-    """Stack videos of different lengths: ``frames [B, T_max, ...]`` zero-padded at the end, ``mask [B, T_max]`` bool
+    """Stack videos of different lengths: ``frames [B, T_max, ...]`` zero-padded at the end, ``valid [B, T_max]`` bool
     (True on real frames), ``ids`` and ``index`` lists. Works for pixels and for per-frame features alike."""
     if len(batch) == 0:
         raise ValueError("batch must hold at least one item, got an empty batch")
     lengths = [item["frames"].shape[0] for item in batch]
     first = batch[0]["frames"]
     frames = first.new_zeros((len(batch), max(lengths), *first.shape[1:]))
-    mask = torch.zeros(len(batch), max(lengths), dtype=torch.bool)
+    valid = torch.zeros(len(batch), max(lengths), dtype=torch.bool)
     for b, (item, n) in enumerate(zip(batch, lengths)):
         frames[b, :n] = item["frames"]
-        mask[b, :n] = True
+        valid[b, :n] = True
     return {"ids": [item["id"] for item in batch], "index": [item.get("index") for item in batch],
-            "frames": frames, "mask": mask}
+            "frames": frames, "valid": valid}

@@ -1,4 +1,4 @@
-"""A small class / sub-class video set in the spirit of Dog-Birds (Radial seed 002, "Datasets"), built offline.
+"""A small class / sub-class video set in the spirit of Dog-Birds (Radial loss paper, "Datasets"), built offline.
 
 A *class* is one real photograph; its *sub-classes* are distinct regions of it, each filmed with its
 own camera-motion family (zoom in, pan right, pan down, rotate). Videos of one sub-class share region

@@ -1,6 +1,6 @@
 """A synthetic "sports highlight" video with hard cuts and critical events, for Radial's detection task.
 
-Radial seed 002, Fig. 2 and "Sports Dataset": a highlight is a chain of clips separated by hard
+Radial loss paper, Fig. 2 and "Sports Dataset": a highlight is a chain of clips separated by hard
 cuts; some clips end with a critical event (the ball flying into the net). Here each clip films a
 real photo along a random camera path (:func:`hapref.data.sources.render_shot`); a third of the cuts
 go to the *same* photo from another camera set-up (a "different angle", hard for colour histograms).

@@ -1,6 +1,6 @@
 """Readers for the real benchmarks' annotation files and for their features / frames on local disk.
 
-Annotation layouts follow REFERENCE-FACTS §3.2 (the files shipped with S2VS / HAP-VR / TCA and the official
+Annotation layouts follow the S2VS evaluation code, https://github.com/gkordo/s2vs (the files shipped with S2VS / HAP-VR / TCA and the official
 sites); nothing here downloads (see ``data_scripts/``). Every loader returns :class:`RetrievalAnnotations`,
 which offers the same ``relevance(task)`` as the generated :class:`~hapref.data.benchmark.CopyBenchmark`.
 

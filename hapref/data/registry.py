@@ -1,4 +1,4 @@
-"""Where the real benchmarks' files come from (REFERENCE-FACTS §1.7, §2.4, §3.2) and how to fetch them.
+"""Where the real benchmarks' files come from (the released HAP-VR code, https://github.com/yafeng19/HAP-VR) and how to fetch them.
 
 Annotation files are pinned to a repository commit, so their bytes cannot change under a recorded
 checksum. No official SHA-256 or exact size is published for any of them, nor for the feature files: the

@@ -190,7 +190,7 @@ class ResNet50Backbone(Backbone):
 
 
 class AlexNetBackbone(Backbone):
-    """AlexNet (torchvision), the frame CNN of the Radial-loss quadlet network (Radial seed 002, Fig. 1(i)).
+    """AlexNet (torchvision), the frame CNN of the Radial-loss quadlet network (Radial loss paper, Fig. 1(i)).
 
     Maps after the ReLUs of conv2..conv5 (192, 384, 256, 256 channels); weights as for :class:`ResNet50Backbone`
     (a local torchvision ``alexnet`` state dict or the torch hub cache, never downloaded).

@@ -20,7 +20,7 @@ POOLINGS = ("l3imac", "imac", "l3irmac")
 def region_windows(size: int, grid: int) -> list[tuple[int, int]]:
     """``grid`` overlapping windows of length ceil(2·size/(grid+1)) spread evenly over ``size``.
 
-    The L3-iMAC region geometry of HAP-VR §3.2 (REFERENCE-FACTS §1.2).
+    The L3-iMAC region geometry of HAP-VR §3.2 (the released HAP-VR code, https://github.com/yafeng19/HAP-VR).
     """
     length = max(1, math.ceil(2 * size / (grid + 1)))
     if grid == 1:

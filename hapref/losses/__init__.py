@@ -51,15 +51,23 @@ __all__ = [
     "WEIGHT_PRESETS",
 ]
 
-# Radial seed 002: order-preserving losses on quadlets.
+# Radial loss: order-preserving losses on quadlets.
 from hapref.losses.radial import Quadruplet1Loss, Quadruplet2Loss, QuadletLoss, RadialLoss, TripletLoss  # noqa: E402
 
 __all__ += ["QuadletLoss", "Quadruplet1Loss", "Quadruplet2Loss", "RadialLoss", "TripletLoss"]
 
-# TCA seed 003: memory-bank contrastive losses and their gradient analysis.
+# TCA: memory-bank contrastive losses and their gradient analysis.
 from hapref.losses.contrastive_gradients import anchor_gradient, negative_weights, similarity_gradients  # noqa: E402
 from hapref.losses.memory_bank import (CircleLoss, MemoryBank, MemoryBankInfoNCE, contrastive_loss,  # noqa: E402
                                        contrastive_similarities)
 
 __all__ += ["anchor_gradient", "CircleLoss", "contrastive_loss", "contrastive_similarities", "MemoryBank",
             "MemoryBankInfoNCE", "negative_weights", "similarity_gradients"]
+
+# AutoSSVH: frame reconstruction, view contrast, component voting and P2Set.
+from hapref.losses.autossvh import (LOSS_WEIGHTS, AutoSSVHWeights, autossvh_loss,  # noqa: E402
+                                    component_vote, dcl_loss, frame_reconstruction, kmeans_clusters, p2set_loss,
+                                    view_contrast)
+
+__all__ += ["autossvh_loss", "AutoSSVHWeights", "component_vote", "dcl_loss", "frame_reconstruction",
+            "kmeans_clusters", "LOSS_WEIGHTS", "p2set_loss", "view_contrast"]

@@ -1,4 +1,4 @@
-"""The common frame of every ranking loss: validation, masking, query chunking and reduction."""
+"""The common frame of every ranking loss: validation, ignoring, query chunking and reduction."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from hapref.validation import check_scores_relevance
+from hapref.validation import check_scores_relevance, renamed_keywords
 
 
 class RankingLoss(nn.Module, ABC):
-    """Base of the losses called as ``loss(scores[Q, M], relevance[Q, M], mask=None) -> scalar``.
+    """Base of the losses called as ``loss(scores[Q, M], relevance[Q, M], ignore=None) -> scalar``.
 
-    Row q ranks M candidates; ``relevance`` is boolean; ``mask`` (True = ignore) removes entries
+    Row q ranks M candidates; ``relevance`` is boolean; ``ignore`` (True = leave out) removes entries
     from the ranking entirely, e.g. the self-pair on the diagonal of a batch's N×N matrix.
     Subclasses implement :meth:`per_query`; the loss is its mean over the queries that have a
     positive (HAP-VR Eq. 12); a batch without any positive returns a zero still attached to the graph.
@@ -33,14 +33,15 @@ class RankingLoss(nn.Module, ABC):
 
     @abstractmethod
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        """Loss of each query ``[Q]`` from float scores and disjoint bool masks of positives/negatives."""
+        """Loss of each query ``[Q]`` from float scores and disjoint bool flags of positives/negatives."""
 
-    def forward(self, scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> Tensor:
-        scores, relevance, mask = check_scores_relevance(scores, relevance, mask)
+    @renamed_keywords(mask="ignore")
+    def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
+        scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore)
         out_dtype = scores.dtype
         if scores.dtype in (torch.float16, torch.bfloat16):
             scores = scores.float()
-        valid = torch.ones_like(relevance) if mask is None else ~mask
+        valid = torch.ones_like(relevance) if ignore is None else ~ignore
         positive, negative = relevance & valid, ~relevance & valid
         has_positive = positive.any(dim=1)
         if not has_positive.any():

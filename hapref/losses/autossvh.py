@@ -30,7 +30,7 @@ class AutoSSVHWeights:
     tau_plus: float = 0.1
 
 
-#: Per-dataset weights of the released configs (REFERENCE-FACTS §7.4).
+#: Per-dataset weights of the released configs (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH).
 LOSS_WEIGHTS: dict[str, AutoSSVHWeights] = {
     "ucf101": AutoSSVHWeights(1.0, 0.2, 0.5, 0.1),
     "hmdb51": AutoSSVHWeights(1.0, 0.2, 0.5, 0.1),
@@ -80,7 +80,7 @@ def view_contrast(b1: Tensor, b2: Tensor, tau: float = 0.5) -> Tensor:
 
 
 def dcl_loss(b1: Tensor, b2: Tensor, tau: float = 0.5, tau_plus: float = 0.1) -> Tensor:
-    """Debiased contrastive VC loss (Chuang et al. 2020), the released code's form (REFERENCE-FACTS §7.3).
+    """Debiased contrastive VC loss (Chuang et al. 2020), the released code's form (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH).
 
     ``Ng = max((Σ_neg e^{s} − τ⁺·n·e^{s⁺}) / (1 − τ⁺), n·e^{−1/τ})`` with n = 2N − 2 negatives and
     ``L = mean(−log(e^{s⁺} / (e^{s⁺} + Ng)))``; τ⁺ = 0 gives back :func:`view_contrast`.

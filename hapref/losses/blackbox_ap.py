@@ -12,7 +12,7 @@ from hapref.losses._base import RankingLoss
 def descending_ranks(scores: Tensor) -> Tensor:
     """1-based rank of each entry in its row, highest score first; ties broken by position.
 
-    The ranking inside BlackBox-AP (HAP-VR Table 2, REFERENCE-FACTS §4.3).
+    The ranking inside BlackBox-AP (HAP-VR Table 2, https://github.com/martius-lab/blackbox-backprop).
     """
     order = torch.argsort(scores, dim=-1, descending=True, stable=True)
     return torch.argsort(order, dim=-1).to(scores.dtype) + 1
@@ -37,7 +37,7 @@ class _BlackboxRank(Function):
 
 def blackbox_ranks(scores: Tensor, lambda_: float) -> Tensor:
     """Descending ranks divided by the row length M (as the reference ranker normalises them),
-    with the blackbox-interpolation gradient of strength λ. REFERENCE-FACTS §4.3."""
+    with the blackbox-interpolation gradient of strength λ. https://github.com/martius-lab/blackbox-backprop."""
     return _BlackboxRank.apply(scores, lambda_)
 
 

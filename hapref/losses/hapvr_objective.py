@@ -13,7 +13,7 @@ from hapref.losses.pseudo_labels import frame_pseudo_labels
 from hapref.losses.sshn import SSHN
 from hapref.validation import check_binary, check_float_tensor
 
-ScoreLoss = Callable[..., Tensor]  # any ranking loss(scores [Q, M], relevance [Q, M], mask=None) -> scalar
+ScoreLoss = Callable[..., Tensor]  # any ranking loss(scores [Q, M], relevance [Q, M], ignore=None) -> scalar
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class HAPVRWeights:
 
 WEIGHT_PRESETS: dict[str, HAPVRWeights] = {
     "paper": HAPVRWeights(frame=1.0, video=1.0),       # Eq. 15 as printed, unit trade-offs
-    "released": HAPVRWeights(frame=6.0, video=4.0),    # scripts/train.sh of the released code (REFERENCE-FACTS §1.6)
+    "released": HAPVRWeights(frame=6.0, video=4.0),    # scripts/train.sh of the released code (the released HAP-VR code, https://github.com/yafeng19/HAP-VR)
 }
 
 
@@ -37,7 +37,7 @@ def frame_level_ap_loss(frame_similarity: Tensor, positive: Tensor, negative: Te
     """Frame-level AP loss L^F_AP (HAP-VR §3.4): rank each query frame's target frames by the pseudo labels.
 
     ``frame_similarity [A, B, Ti, Tj]`` are the student's frame similarities, ``positive``/``negative``
-    the Eq. 14 labels of the same shape (other frames are masked out), ``video_relevance [A, B]`` picks
+    the Eq. 14 labels of the same shape (other frames are ignored), ``video_relevance [A, B]`` picks
     the video pairs the loss is averaged over (relevant pairs, self pairs included, as the released code).
     """
     frame_similarity = check_float_tensor(frame_similarity, "frame_similarity", ndim=4)
@@ -56,7 +56,7 @@ class HAPVRObjective(nn.Module):
     """Total HAP-VR loss (HAP-VR Eq. 15) from one forward pass of the similarity network.
 
     ``video_loss`` is the video-level ranking loss (QuadLinear-AP in HAP-VR; any
-    ``loss(scores, relevance, mask)`` for the Table 2 comparison, or None for L_base only);
+    ``loss(scores, relevance, ignore)`` for the Table 2 comparison, or None for L_base only);
     ``frame_loss`` the frame-level AP loss on Eq. 14 pseudo labels (None to drop it).
     """
 

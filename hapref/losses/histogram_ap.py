@@ -40,7 +40,7 @@ class FastAP(RankingLoss):
 
     FastAP bins squared distances of unit vectors on [0, 4]; on cosine scores s = 1 − d/2 this is the
     score range (−1, 1), the default, and matches pytorch-metric-learning's ``FastAPLoss`` (see tests).
-    A list-wise baseline of HAP-VR Table 2 (REFERENCE-FACTS §4.2).
+    A list-wise baseline of HAP-VR Table 2 (FastAP, https://github.com/kunhe/FastAP-metric-learning).
     """
 
     def __init__(self, num_bins: int = 10, score_range: tuple[float, float] = (-1.0, 1.0)) -> None:
@@ -61,7 +61,7 @@ class ListwiseAP(RankingLoss):
 
     The same estimator as :class:`FastAP` with DIR's defaults (25 centres on [0, 1]); scores
     outside the range fall into the end bins, as DIR's one-sided end kernels do.
-    A list-wise baseline of HAP-VR Table 2 (REFERENCE-FACTS §4.4).
+    A list-wise baseline of HAP-VR Table 2 (https://github.com/naver/deep-image-retrieval).
     """
 
     def __init__(self, num_bins: int = 25, score_range: tuple[float, float] = (0.0, 1.0)) -> None:

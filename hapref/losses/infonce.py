@@ -1,4 +1,4 @@
-"""InfoNCE on a batch similarity matrix, in the S2VS convention (HAP-VR's L_base, REFERENCE-FACTS §2.3)."""
+"""InfoNCE on a batch similarity matrix, in the S2VS convention (HAP-VR's L_base, the released S2VS code, https://github.com/gkordo/s2vs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from hapref.validation import check_scores_relevance
+from hapref.validation import check_scores_relevance, renamed_keywords
 
 
 def _promote(scores: Tensor) -> Tensor:
@@ -15,14 +15,14 @@ def _promote(scores: Tensor) -> Tensor:
     return scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores
 
 
-def _square(scores: Tensor, relevance: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-    """Validate an N×N batch matrix; return scores, relevance and the ignore mask with the diagonal added."""
-    scores, relevance, mask = check_scores_relevance(scores, relevance, mask)
+def _square(scores: Tensor, relevance: Tensor, ignore: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    """Validate an N×N batch matrix; return scores, relevance and the ignore flags with the diagonal added."""
+    scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore)
     n, m = scores.shape
     if n != m:
         raise ValueError(f"scores must be a square N×N batch similarity matrix, got shape {(n, m)}")
     eye = torch.eye(n, dtype=torch.bool, device=scores.device)
-    return scores, relevance, eye if mask is None else mask | eye
+    return scores, relevance, eye if ignore is None else ignore | eye
 
 
 class InfoNCE(nn.Module):
@@ -40,8 +40,9 @@ class InfoNCE(nn.Module):
             raise ValueError(f"temperature must be > 0, got {temperature}")
         self.temperature, self.eps = temperature, eps
 
-    def forward(self, scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> Tensor:
-        scores, relevance, ignore = _square(scores, relevance, mask)
+    @renamed_keywords(mask="ignore")
+    def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
+        scores, relevance, ignore = _square(scores, relevance, ignore)
         logits = _promote(scores) / self.temperature
         positive, negative = relevance & ~ignore, ~relevance & ~ignore
         neg_lse = torch.logsumexp(logits.masked_fill(~negative, -math.inf), dim=1, keepdim=True)

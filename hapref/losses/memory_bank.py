@@ -1,7 +1,7 @@
 """Contrastive learning against a memory bank of negatives: the bank, InfoNCE (TCA Eq. 3) and Circle loss (Eq. 4).
 
 TCA §3.4 compares an anchor with one positive and many negatives kept from earlier batches. The
-released run (REFERENCE-FACTS §6.4) uses MoCo with momentum 0, i.e. the keys are the current encoder's
+released run (the released TCA code, https://github.com/xwen99/temporal_context_aggregation) uses MoCo with momentum 0, i.e. the keys are the current encoder's
 detached embeddings; the similarities are computed against the bank *before* the batch's keys are
 enqueued. Both losses take the same similarity layout: ``sims [B, 1 + M]`` with the positive in column 0
 and M negatives after it, plus an optional ``valid [B, M]`` mask (False = not a negative for that row,
@@ -145,7 +145,7 @@ class CircleLoss(nn.Module):
     O_n = −m, weights ``α_p = [O_p − s_p]_+`` and ``α_n = [s_n − O_n]_+`` (detached, as in Circle loss),
     margins Δ_p = 1−m, Δ_n = m. TCA uses m = 0.25, γ = 256.
 
-    ``released=True`` reproduces the released code (REFERENCE-FACTS §6.4): the positive-type α and Δ are
+    ``released=True`` reproduces the released code (the released TCA code, https://github.com/xwen99/temporal_context_aggregation): the positive-type α and Δ are
     written to row 0 of the logit matrix instead of column 0, so row 0 treats every entry as a positive and
     all other rows treat their positive like a negative (α = [s_p + m]_+, Δ = m).
     """

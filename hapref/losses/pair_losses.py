@@ -36,7 +36,7 @@ class Contrastive(RankingLoss):
 class Triplet(RankingLoss):
     """Triplet loss (Schroff et al. 2015) on similarities: mean over (p, n) of [s_n − s_p + margin]₊.
 
-    A pair-wise baseline of HAP-VR Table 2 (REFERENCE-FACTS §4.5).
+    A pair-wise baseline of HAP-VR Table 2 (Sun et al., Circle Loss, CVPR 2020).
     """
 
     pairwise = True

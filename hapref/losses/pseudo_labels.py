@@ -29,7 +29,7 @@ def frame_pseudo_labels(similarity: Tensor, top_rate: float = 0.35, bottom_rate:
 
     For every query frame (all leading axes of ``similarity [..., Tj]``) the ``max(round(Tj·r_p), 1)``
     most similar target frames are positives and the ``max(round(Tj·r_n), 1)`` least similar are
-    negatives; the rest are neither (to be masked). Defaults r_p = r_n = 0.35 are the released run's.
+    negatives; the rest are neither (to be ignored). Defaults r_p = r_n = 0.35 are the released run's.
     """
     similarity = check_float_tensor(similarity, "similarity", ndim=None)
     if similarity.ndim < 1 or similarity.shape[-1] < 2:

@@ -16,8 +16,8 @@ class QuadLinearAP(RankingLoss):
 
     Positive–negative steps become R⁻(x; δ) (Eq. 10), whose slope 2/δ never vanishes for a
     mis-ranked pair; positive–positive steps stay the exact H weighted by ``p`` (Eq. 9).
-    The reference code counts the query as its own positive (no mask); the paper's sets exclude
-    it: pass ``mask = eye(N)`` on a batch's N×N matrix for the paper's convention.
+    The reference code counts the query as its own positive (nothing ignored); the paper's sets exclude
+    it: pass ``ignore = eye(N)`` on a batch's N×N matrix for the paper's convention.
 
     Presets (:meth:`preset`): ``"paper"`` δ = 0.18 (Fig. 4), p = 1; ``"released_video"``
     δ = 0.05, p = 0.1 and ``"released_frame"`` δ = 0.05, p = 5 (the public training script).

@@ -1,4 +1,4 @@
-"""Order-preserving embedding losses on quadlets (Radial seed 002) and their baselines.
+"""Order-preserving embedding losses on quadlets (Radial loss paper) and their baselines.
 
 A quadlet ``(q, p, i, n)`` holds a query, a positive (same sub-class), an intermediate (same class,
 other sub-class) and a negative (other class). Every loss takes embedding batches ``[B, D]``, one row

@@ -15,7 +15,7 @@ class SmoothAP(RankingLoss):
     ``tau`` is the sigmoid temperature (0.01 in Smooth-AP's released code). Its gradient
     G'(d) vanishes once a negative outranks a positive by more than a few τ.
     Equals pytorch-metric-learning's ``SmoothAPLoss`` on the cosine matrix of the embeddings,
-    unmasked, when each query counts itself as a positive (see tests).
+    not ignored, when each query counts itself as a positive (see tests).
     """
 
     pairwise = True

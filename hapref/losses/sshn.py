@@ -1,4 +1,4 @@
-"""SSHN: hard-negative and self-similarity terms of S2VS (HAP-VR L_base, REFERENCE-FACTS §2.3)."""
+"""SSHN: hard-negative and self-similarity terms of S2VS (HAP-VR L_base, the released S2VS code, https://github.com/gkordo/s2vs)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from hapref.losses.infonce import _promote, _square
+from hapref.validation import renamed_keywords
 
 
 class SSHN(nn.Module):
@@ -21,8 +22,9 @@ class SSHN(nn.Module):
             raise ValueError(f"eps must lie in (0, 1), got {eps}")
         self.eps = eps
 
-    def forward(self, scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        scores, relevance, ignore = _square(scores, relevance, mask)
+    @renamed_keywords(mask="ignore")
+    def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        scores, relevance, ignore = _square(scores, relevance, ignore)
         scores = _promote(scores)
         negative = ~relevance & ~ignore
         hardest = scores.masked_fill(~negative, -torch.inf).amax(1)

@@ -116,5 +116,5 @@ class _NegativeStepSum(Function):
 
 def negative_step_sum(scores: Tensor, pos_scores: Tensor, negative: Tensor, step: StepSurrogate) -> Tensor:
     """Σ_{k ∈ N} φ(s_qk − s_qj) ``[Q, P]`` for scores ``[Q, M]``, positive scores ``[Q, P]`` and a float 0/1
-    negative mask ``[Q, M]``: the negative part of rank(j) in HAP-VR Eq. 8 and Eq. 11, fused (see above)."""
+    negative flags ``[Q, M]``: the negative part of rank(j) in HAP-VR Eq. 8 and Eq. 11, fused (see above)."""
     return _NegativeStepSum.apply(scores, pos_scores, negative, step)

@@ -1,6 +1,6 @@
 """Row-wise ranking helpers shared by the metrics: sort by score, find groups of tied scores.
 
-Every metric ranks each row by descending score. Ignored (masked) items are moved behind all
+Every metric ranks each row by descending score. Ignored items are moved behind all
 kept items, so a rank ``j`` (0-based) among the kept items is simply position ``j``.
 """
 
@@ -55,6 +55,6 @@ def check_nonempty(scores: Tensor) -> None:
         raise ValueError(f"scores must not be empty, got shape {tuple(scores.shape)}")
 
 
-def keep_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
-    """Entries that take part in the ranking: the complement of ``mask`` (True = ignore), or all."""
-    return torch.ones(scores.shape, dtype=torch.bool, device=scores.device) if mask is None else ~mask
+def kept_entries(scores: Tensor, ignore: Tensor | None) -> Tensor:
+    """Entries that take part in the ranking: the complement of ``ignore`` (True = ignore), or all."""
+    return torch.ones(scores.shape, dtype=torch.bool, device=scores.device) if ignore is None else ~ignore

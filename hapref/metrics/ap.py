@@ -1,6 +1,6 @@
 """Average precision: per list (AP), mean over queries (mAP) and pooled over queries (μAP).
 
-Definition (HAP-VR Eq. 6 read as AP = 1 − AP risk; REFERENCE-FACTS §3.1): rank the items of a list by descending score,
+Definition (HAP-VR Eq. 6 read as AP = 1 − AP risk; the S2VS evaluation code, https://github.com/gkordo/s2vs): rank the items of a list by descending score,
 let ``P@k`` be the fraction of relevant items among the first ``k`` and ``R`` the number of
 relevant items; then ``AP = (1/R) Σ_k P@k · rel_k``, the mean precision at the ranks of the
 relevant items.
@@ -17,14 +17,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hapref.metrics._ranking import check_nonempty, keep_mask, rank_rows, row_chunks, tie_groups, work_dtype
-from hapref.validation import check_scores_relevance
+from hapref.metrics._ranking import check_nonempty, kept_entries, rank_rows, row_chunks, tie_groups, work_dtype
+from hapref.validation import check_scores_relevance, renamed_keywords
 
 
 def ap_per_row(scores: Tensor, relevance: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
     """AP of every row of [Q,M] inputs (0 where a row has no relevant item) and its number of relevant items.
 
-    HAP-VR Eq. 6 (REFERENCE-FACTS §3.1).
+    HAP-VR Eq. 6 (the S2VS evaluation code, https://github.com/gkordo/s2vs).
     """
     dtype = work_dtype(scores.dtype)
     order = rank_rows(scores, keep)
@@ -39,7 +39,7 @@ def ap_per_row(scores: Tensor, relevance: Tensor, keep: Tensor) -> tuple[Tensor,
 
 
 def average_precision(scores: Tensor, relevance: Tensor) -> Tensor:
-    """Non-interpolated AP of one ranked list, HAP-VR Eq. 6 (REFERENCE-FACTS §3.1).
+    """Non-interpolated AP of one ranked list, HAP-VR Eq. 6 (the S2VS evaluation code, https://github.com/gkordo/s2vs).
 
     Args:
         scores: [M] float similarities (higher = ranked earlier).
@@ -60,24 +60,25 @@ def average_precision(scores: Tensor, relevance: Tensor) -> Tensor:
     return ap[0]
 
 
-def mean_average_precision(scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> Tensor:
-    """mAP: the mean over queries of the per-query AP, HAP-VR Sec. 4.1 "Evaluation Metrics" (REFERENCE-FACTS §3.1).
+@renamed_keywords(mask="ignore")
+def mean_average_precision(scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
+    """mAP: the mean over queries of the per-query AP, HAP-VR Sec. 4.1 "Evaluation Metrics" (the S2VS evaluation code, https://github.com/gkordo/s2vs).
 
     Args:
         scores: [Q,M] float similarities of Q queries to M database items.
         relevance: [Q,M] bool or 0/1 labels.
-        mask: optional [Q,M] bool, True = leave this entry out of the ranking (e.g. the query itself).
+        ignore: optional [Q,M] bool, True = leave this entry out of the ranking (e.g. the query itself).
 
     Returns:
-        0-d tensor. Queries without a relevant (unmasked) item are skipped, as in the FIVR
+        0-d tensor. Queries without a relevant (not ignored) item are skipped, as in the FIVR
         evaluation. Ties as in :func:`average_precision`. Rows are processed in chunks to bound memory.
 
     Raises:
         ValueError: bad inputs, or no query has a relevant item.
     """
-    scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=2)
+    scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, ndim=2)
     check_nonempty(scores)
-    keep = keep_mask(scores, mask)
+    keep = kept_entries(scores, ignore)
     aps, counts = [], []
     for rows in row_chunks(*scores.shape):
         ap, n_relevant = ap_per_row(scores[rows], relevance[rows], keep[rows])
@@ -85,32 +86,33 @@ def mean_average_precision(scores: Tensor, relevance: Tensor, mask: Tensor | Non
         counts.append(n_relevant)
     ap, has_relevant = torch.cat(aps), torch.cat(counts) > 0
     if not has_relevant.any():
-        raise ValueError("relevance has no relevant (unmasked) item in any query: mAP is undefined")
+        raise ValueError("relevance has no relevant (not ignored) item in any query: mAP is undefined")
     return ap[has_relevant].mean()
 
 
-def micro_average_precision(scores: Tensor, relevance: Tensor, mask: Tensor | None = None) -> Tensor:
-    """μAP (micro AP, the "detection" metric), HAP-VR Sec. 4.1 "Evaluation Metrics" (REFERENCE-FACTS §3.1).
+@renamed_keywords(mask="ignore")
+def micro_average_precision(scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
+    """μAP (micro AP, the "detection" metric), HAP-VR Sec. 4.1 "Evaluation Metrics" (the S2VS evaluation code, https://github.com/gkordo/s2vs).
 
-    All unmasked (query, item) pairs are pooled into one list and ranked by score globally; the AP
+    All (query, item) pairs not ignored are pooled into one list and ranked by score globally; the AP
     of that list rewards similarities that work with a single threshold across queries.
 
     Args:
         scores: [Q,M] float similarities.
         relevance: [Q,M] bool or 0/1 labels.
-        mask: optional [Q,M] bool, True = leave the pair out (e.g. query == item).
+        ignore: optional [Q,M] bool, True = leave the pair out (e.g. query == item).
 
     Returns:
         0-d tensor; ties as in :func:`average_precision`.
 
     Raises:
-        ValueError: bad inputs, or no relevant unmasked pair.
+        ValueError: bad inputs, or no relevant pair that is not ignored.
     """
-    scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=2)
+    scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, ndim=2)
     check_nonempty(scores)
-    keep = keep_mask(scores, mask)
+    keep = kept_entries(scores, ignore)
     pooled_scores, pooled_relevance = scores[keep], relevance[keep]
     if not pooled_relevance.any():
-        raise ValueError("relevance has no relevant (unmasked) pair: μAP is undefined")
+        raise ValueError("relevance has no relevant (not ignored) pair: μAP is undefined")
     ap, _ = ap_per_row(pooled_scores[None], pooled_relevance[None], torch.ones_like(pooled_relevance)[None])
     return ap[0]

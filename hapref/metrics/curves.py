@@ -11,18 +11,19 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hapref.metrics._ranking import check_nonempty, keep_mask, rank_rows, tie_groups, work_dtype
-from hapref.validation import check_float_tensor, check_scores_relevance
+from hapref.metrics._ranking import check_nonempty, kept_entries, rank_rows, tie_groups, work_dtype
+from hapref.validation import check_float_tensor, check_scores_relevance, renamed_keywords
 
 
-def precision_recall_curve(scores: Tensor, relevance: Tensor, mask: Tensor | None = None,
+@renamed_keywords(mask="ignore")
+def precision_recall_curve(scores: Tensor, relevance: Tensor, ignore: Tensor | None = None,
                            ) -> tuple[Tensor, Tensor, Tensor]:
     """Precision and recall at every distinct score threshold, laid out like scikit-learn's.
 
     Args:
-        scores: [M] scores of one list, or [Q,M] scores whose unmasked pairs are pooled (the μAP view).
+        scores: [M] scores of one list, or [Q,M] scores whose pairs (those not ignored) are pooled (the μAP view).
         relevance: same shape, bool or 0/1.
-        mask: optional bool of the same shape, True = leave the entry out.
+        ignore: optional bool of the same shape, True = leave the entry out.
 
     Returns:
         ``(precision, recall, thresholds)``: thresholds are the distinct scores in increasing
@@ -30,15 +31,15 @@ def precision_recall_curve(scores: Tensor, relevance: Tensor, mask: Tensor | Non
         matches ``sklearn.metrics.precision_recall_curve`` (``drop_intermediate=False``).
 
     Raises:
-        ValueError: bad inputs or no relevant (unmasked) item.
+        ValueError: bad inputs or no relevant (not ignored) item.
     """
     scores = check_float_tensor(scores, "scores", (1, 2))
-    scores, relevance, mask = check_scores_relevance(scores, relevance, mask, ndim=scores.ndim)
+    scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, ndim=scores.ndim)
     check_nonempty(scores)
-    keep = keep_mask(scores, mask)
+    keep = kept_entries(scores, ignore)
     pooled_scores, pooled_relevance = scores[keep][None], relevance[keep][None]
     if not pooled_relevance.any():
-        raise ValueError("relevance has no relevant (unmasked) item: recall is undefined")
+        raise ValueError("relevance has no relevant (not ignored) item: recall is undefined")
     dtype = work_dtype(scores.dtype)
     everything = torch.ones_like(pooled_relevance)
     order = rank_rows(pooled_scores, everything)[0]

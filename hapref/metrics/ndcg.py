@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hapref.metrics._ranking import check_nonempty, keep_mask, rank_rows, row_chunks, tie_groups, work_dtype
-from hapref.validation import check_binary, check_float_tensor
+from hapref.metrics._ranking import check_nonempty, kept_entries, rank_rows, row_chunks, tie_groups, work_dtype
+from hapref.validation import check_binary, check_float_tensor, renamed_keywords
 
 
 def check_gains(gains: object, scores: Tensor) -> Tensor:
@@ -48,15 +48,16 @@ def dcg_per_row(scores: Tensor, gains: Tensor, keep: Tensor, k: int | None) -> t
     return dcg, ideal
 
 
-def ndcg(scores: Tensor, gains: Tensor, k: int | None = None, mask: Tensor | None = None) -> Tensor:
-    """Mean NDCG@k over queries with graded relevance, Radial loss paper, "Evaluation Metrics" (REFERENCE-FACTS §5).
+@renamed_keywords(mask="ignore")
+def ndcg(scores: Tensor, gains: Tensor, k: int | None = None, ignore: Tensor | None = None) -> Tensor:
+    """Mean NDCG@k over queries with graded relevance, Radial loss paper, "Evaluation Metrics" (Radial loss paper, "Evaluation Metrics").
 
     Args:
         scores: [Q,M] (or [M] for one query) float similarities.
         gains: same shape, graded relevance ≥ 0 (int or float), e.g. 2 / 1 / 0 for
             positive / intermediate / negative.
         k: optional cut-off (only the first k ranks count); None = whole list.
-        mask: optional bool, True = leave the entry out of the ranking (e.g. the query itself).
+        ignore: optional bool, True = leave the entry out of the ranking (e.g. the query itself).
 
     Returns:
         0-d tensor. Ties: a group of tied scores shares its mean gain over the group's ranks
@@ -71,9 +72,9 @@ def ndcg(scores: Tensor, gains: Tensor, k: int | None = None, mask: Tensor | Non
     gains = check_gains(gains, scores)
     if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
         raise ValueError(f"k must be a positive int or None, got {k!r}")
-    if mask is not None:
-        mask = check_binary(mask, "mask", scores.shape).to(scores.device)
-    keep = keep_mask(scores, mask)
+    if ignore is not None:
+        ignore = check_binary(ignore, "ignore", scores.shape).to(scores.device)
+    keep = kept_entries(scores, ignore)
     if scores.ndim == 1:
         scores, gains, keep = scores[None], gains[None], keep[None]
     values = []
@@ -83,5 +84,5 @@ def ndcg(scores: Tensor, gains: Tensor, k: int | None = None, mask: Tensor | Non
     dcg, ideal = torch.cat(values).unbind(-1)
     useful = ideal > 0
     if not useful.any():
-        raise ValueError("gains are 0 for every (unmasked) item of every query: NDCG is undefined")
+        raise ValueError("gains are 0 for every (not ignored) item of every query: NDCG is undefined")
     return (dcg[useful] / ideal[useful]).mean()

@@ -1,6 +1,6 @@
 """Order-preservation metrics of the Radial loss paper: quadlet and triplet precision.
 
-Radial loss paper, "Evaluation Metrics" (FgVR) (REFERENCE-FACTS §5): a quadlet (q, p, i, n) —
+Radial loss paper, "Evaluation Metrics" (FgVR) (Radial loss paper, "Evaluation Metrics"): a quadlet (q, p, i, n) —
 positive, intermediate, negative w.r.t. the query q — is correctly ranked when
 ``s(q,p) > s(q,i) > s(q,n)``; a triplet (q, p, n) when ``s(q,p) > s(q,n)``. Inequalities are
 strict: a tie counts as a mistake. Inputs are similarities (higher = closer); for distances

@@ -23,3 +23,9 @@ __all__ = [
 from hapref.models.tca import TCA_PRESETS, TemporalContextAggregator  # noqa: E402
 
 __all__ += ["TCA_PRESETS", "TemporalContextAggregator"]
+
+# AutoSSVH: Grade-Net, the Gumbel top-K sampler and the hashing network
+from hapref.models.autossvh import (PRESETS as AUTOSSVH_PRESETS, AutoSSVHNet, GradeNet, gradient_reversal,  # noqa: E402
+                                    gumbel_topk)
+
+__all__ += ["AUTOSSVH_PRESETS", "AutoSSVHNet", "GradeNet", "gradient_reversal", "gumbel_topk"]

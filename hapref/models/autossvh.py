@@ -2,7 +2,7 @@
 
 Shapes: frame features ``[B, T, D]``; the sampler drops ``M`` of the ``T`` frames of each view
 (AutoSSVH Eq. 4–5) and the hashing network sees the ``T - M`` kept frames in temporal order.
-Sizes follow the released config (REFERENCE-FACTS §7.2): "small" = dim 256, 12 blocks, 6 heads,
+Sizes follow the released config (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH): "small" = dim 256, 12 blocks, 6 heads,
 decoder 192 / 2 blocks / 3 heads; "mini" is a CPU-sized stand-in.
 """
 
@@ -108,7 +108,7 @@ def _gather(x: Tensor, index: Tensor) -> Tensor:
 
 def random_drop(batch: int, frames: int, num_drop: int, generator: torch.Generator | None = None,
                 device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:
-    """ConMH-style random masks of two views (REFERENCE-FACTS §7.3): shuffle the frames once;
+    """ConMH-style random masks of two views (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH): shuffle the frames once;
     view 1 drops the last ``num_drop`` shuffled frames, view 2 the first ``num_drop``.
 
     Returns two [B, num_drop] index tensors, sorted.
@@ -253,7 +253,7 @@ class AutoSSVHNet(nn.Module):
 
 
 def num_dropped(frames: int, drop_ratio: float) -> int:
-    """Frames dropped per view, ``int(T · ratio)`` as in the released masks (REFERENCE-FACTS §7.3)."""
+    """Frames dropped per view, ``int(T · ratio)`` as in the released masks (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH)."""
     if not 0 <= drop_ratio < 1:
         raise ValueError(f"drop_ratio must lie in [0, 1), got {drop_ratio}")
     return min(int(frames * drop_ratio), frames - 1)

@@ -71,7 +71,7 @@ def build_hapvr_network(dims: int, temporal_k: float = 0.03, spatial_k: float = 
                         attention: bool = True) -> VideoSimilarityNetwork:
     """HAP-VR's similarity function f (§3.3.1, Eq. 3–5): region attention, spatial TopK-Chamfer, ψ, temporal TopK-Chamfer.
 
-    Rates default to the released run's (spatial 0.1, temporal 0.03, REFERENCE-FACTS §1.3);
+    Rates default to the released run's (spatial 0.1, temporal 0.03, the released HAP-VR code, https://github.com/yafeng19/HAP-VR);
     ``temporal_k = 0`` is Chamfer and ``1`` mean pooling (the ends of Table 4).
     """
     return VideoSimilarityNetwork(dims=dims, spatial_k=spatial_k, temporal_k=temporal_k, attention=attention)

@@ -1,6 +1,6 @@
 """The quadlet network of the Radial paper: per-frame CNN, a fully connected layer, an LSTM, L2 normalisation.
 
-Radial seed 002, Fig. 1(i): every clip of a quadlet goes through the same weights ("four identical
+Radial loss paper, Fig. 1(i): every clip of a quadlet goes through the same weights ("four identical
 branches"), so one module that embeds a batch of variable-length clips is all the network is.
 The CNN is any frozen frame backbone (default: EfficientNet-Lite0 with real ImageNet weights from
 :mod:`hapref.features`; the paper's AlexNet is ``load_backbone("alexnet")`` where torchvision imports and its

@@ -1,9 +1,9 @@
 """Temporal context aggregation: a Transformer encoder over a video's frame descriptors (TCA §3.3, Eq. 2).
 
 Self-attention lets every frame descriptor absorb context from the whole clip. The encoder has no
-positional encoding (as in the released code, REFERENCE-FACTS §6.3), so it is permutation-equivariant
-over frames; padded frames are excluded from attention by a key-padding mask. The refined frame
-descriptors give TCA_f (Chamfer over frames); their masked mean, L2-normalised, gives TCA_c.
+positional encoding (as in the released code, the released TCA code, https://github.com/xwen99/temporal_context_aggregation), so it is permutation-equivariant
+over frames; padded frames are excluded from attention by a key-padding mask (the inverse of ``valid``). The refined frame
+descriptors give TCA_f (Chamfer over frames); their valid-only mean, L2-normalised, gives TCA_c.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from hapref.validation import check_float_tensor
+from hapref.validation import check_float_tensor, renamed_keywords
 
 #: Paper sizes (TCA §4.1: d = 1024, 8 heads, 1 layer, dropout 0.5) and the released run's dropout 0.2 (§6.3).
 TCA_PRESETS: dict[str, dict[str, float | int]] = {
@@ -21,25 +21,25 @@ TCA_PRESETS: dict[str, dict[str, float | int]] = {
 }
 
 
-def _check_inputs(features: Tensor, mask: Tensor | None, d_model: int) -> Tensor:
-    """Validate ``features [N, T, D]`` and return the valid-frame mask ``[N, T]`` (all True if None)."""
+def _check_inputs(features: Tensor, valid: Tensor | None, d_model: int) -> Tensor:
+    """Validate ``features [N, T, D]`` and return the valid-frame flags ``[N, T]`` (all True if None)."""
     check_float_tensor(features, "features", ndim=3)
     if features.shape[-1] != d_model:
         raise ValueError(f"features must have shape [N, T, {d_model}], got {tuple(features.shape)}")
-    if mask is None:
+    if valid is None:
         return torch.ones(features.shape[:2], dtype=torch.bool, device=features.device)
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != features.shape[:2]:
-        shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
-        raise ValueError(f"mask must be a bool tensor of shape {tuple(features.shape[:2])} (True = valid frame), "
+    if not isinstance(valid, Tensor) or valid.dtype != torch.bool or valid.shape != features.shape[:2]:
+        shape = tuple(valid.shape) if isinstance(valid, Tensor) else type(valid).__name__
+        raise ValueError(f"valid must be a bool tensor of shape {tuple(features.shape[:2])} (True = valid frame), "
                          f"got {shape}")
-    return mask.to(features.device)
+    return valid.to(features.device)
 
 
 class TemporalContextAggregator(nn.Module):
     """TCA's Transformer encoder (TCA §3.3, Eq. 2): post-norm, ReLU, no positional encoding.
 
     ``frame_embeddings`` -> refined, L2-normalised frame descriptors ``[N, T, D]`` (TCA_f; padded frames are 0);
-    ``forward`` -> masked mean over valid frames, L2-normalised ``[N, D]`` (TCA_c).
+    ``forward`` -> valid-only mean over valid frames, L2-normalised ``[N, D]`` (TCA_c).
     """
 
     def __init__(self, d_model: int = 1024, nhead: int = 8, num_layers: int = 1, dim_feedforward: int = 2048,
@@ -63,19 +63,21 @@ class TemporalContextAggregator(nn.Module):
             raise ValueError(f"preset must be one of {sorted(TCA_PRESETS)}, got {name!r}")
         return cls(**{**TCA_PRESETS[name], **overrides})
 
-    def _encode(self, features: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
-        valid = _check_inputs(features, mask, self.d_model)
+    def _encode(self, features: Tensor, valid: Tensor | None) -> tuple[Tensor, Tensor]:
+        valid = _check_inputs(features, valid, self.d_model)
         empty = ~valid.any(dim=1, keepdim=True)           # a video without frames would make attention NaN
         out = self.encoder(features, src_key_padding_mask=~(valid | empty))
         return out.masked_fill(~valid.unsqueeze(-1), 0.0), valid
 
-    def frame_embeddings(self, features: Tensor, mask: Tensor | None = None) -> Tensor:
+    @renamed_keywords(mask="valid")
+    def frame_embeddings(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
         """Refined frame descriptors ``[N, T, D]``, each L2-normalised (TCA_f); padded frames are zero."""
-        out, _ = self._encode(features, mask)
+        out, _ = self._encode(features, valid)
         return F.normalize(out, dim=-1)
 
-    def forward(self, features: Tensor, mask: Tensor | None = None) -> Tensor:
+    @renamed_keywords(mask="valid")
+    def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
         """Video descriptor ``[N, D]``: mean of the encoder outputs over valid frames, L2-normalised (TCA_c)."""
-        out, valid = self._encode(features, mask)
+        out, valid = self._encode(features, valid)
         mean = out.sum(dim=1) / valid.sum(dim=1, keepdim=True).clamp_min(1).to(out.dtype)
         return F.normalize(mean, dim=-1)

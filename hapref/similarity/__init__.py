@@ -4,7 +4,7 @@ from hapref.similarity.chamfer import (
     chamfer_similarity,
     mean_pooled_similarity,
     mean_similarity,
-    pair_mask,
+    pair_valid,
     reduce_topk_chamfer,
     symmetric_chamfer,
     topk_chamfer,
@@ -22,7 +22,7 @@ from hapref.similarity.pairwise import pairwise_cosine
 
 __all__ = [
     "MEASURES", "RegionAttention", "VideoComparator", "VideoSimilarityNetwork", "chamfer_similarity",
-    "frame_to_frame", "mean_pooled_similarity", "mean_similarity", "pad_videos", "pair_mask", "pairwise_cosine",
+    "frame_to_frame", "mean_pooled_similarity", "mean_similarity", "pad_videos", "pair_valid", "pairwise_cosine",
     "reduce_topk_chamfer", "similarity_regularization", "squash", "symmetric_chamfer", "topk_chamfer",
     "video_similarity_matrix",
 ]

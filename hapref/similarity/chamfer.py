@@ -1,7 +1,7 @@
 """Chamfer, TopK-Chamfer, symmetric Chamfer and mean-pooled similarity of similarity tensors.
 
 Conventions: a similarity tensor ``sim [..., Q, T]`` compares Q query items (frames or regions)
-with T target items; ``mask`` (broadcastable to ``sim``, True = valid) marks real entries, so
+with T target items; ``valid`` (broadcastable to ``sim``, True = valid) marks real entries, so
 padded frames never count. Rows without any valid entry are left out of the query average; a
 pair with no valid row scores 0.
 """
@@ -11,38 +11,40 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hapref.validation import check_float_tensor
+from hapref.validation import check_float_tensor, renamed_keywords
 
 
-def _check(sim: Tensor, mask: Tensor | None) -> Tensor | None:
+def _check(sim: Tensor, valid: Tensor | None) -> Tensor | None:
     check_float_tensor(sim, "sim", ndim=None)
     if sim.ndim < 2:
         raise ValueError(f"sim must have shape [..., Q, T], got {tuple(sim.shape)}")
-    if mask is None:
+    if valid is None:
         return None
-    if not isinstance(mask, Tensor):
-        raise ValueError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if not isinstance(valid, Tensor):
+        raise ValueError(f"valid must be a torch.Tensor, got {type(valid).__name__}")
     try:
-        return mask.to(device=sim.device, dtype=torch.bool).expand_as(sim)
+        return valid.to(device=sim.device, dtype=torch.bool).expand_as(sim)
     except RuntimeError as err:
-        raise ValueError(f"mask of shape {tuple(mask.shape)} must broadcast to sim {tuple(sim.shape)}") from err
+        raise ValueError(f"valid of shape {tuple(valid.shape)} must broadcast to sim {tuple(sim.shape)}") from err
 
 
-def pair_mask(query_mask: Tensor | None, target_mask: Tensor | None) -> Tensor | None:
-    """Mask ``[..., Q, T]`` (True = valid) from frame masks ``[..., Q]`` and ``[..., T]``; either may be None.
+@renamed_keywords(query_mask="query_valid", target_mask="target_valid")
+def pair_valid(query_valid: Tensor | None, target_valid: Tensor | None) -> Tensor | None:
+    """Valid cells ``[..., Q, T]`` (True = both frames real) from valid-frame flags ``[..., Q]`` and ``[..., T]``; either may be None.
 
     Masks of padded frames for HAP-VR Eq. 3 and Eq. 5.
     """
-    if query_mask is None and target_mask is None:
+    if query_valid is None and target_valid is None:
         return None
-    if query_mask is None:
-        return target_mask.bool().unsqueeze(-2)
-    if target_mask is None:
-        return query_mask.bool().unsqueeze(-1)
-    return query_mask.bool().unsqueeze(-1) & target_mask.bool().unsqueeze(-2)
+    if query_valid is None:
+        return target_valid.bool().unsqueeze(-2)
+    if target_valid is None:
+        return query_valid.bool().unsqueeze(-1)
+    return query_valid.bool().unsqueeze(-1) & target_valid.bool().unsqueeze(-2)
 
 
-def topk_chamfer(sim: Tensor, k: float = 0.0, mask: Tensor | None = None) -> Tensor:
+@renamed_keywords(mask="valid")
+def topk_chamfer(sim: Tensor, k: float = 0.0, valid: Tensor | None = None) -> Tensor:
     """TopK-Chamfer similarity ``[...]`` of ``sim [..., Q, T]`` (HAP-VR Eq. 3 spatially, Eq. 5 temporally).
 
     For each query row keep the top ``K = max(1, round(k · n))`` values along the last axis
@@ -52,24 +54,24 @@ def topk_chamfer(sim: Tensor, k: float = 0.0, mask: Tensor | None = None) -> Ten
     (spatial 0.1 · 9 regions, temporal 0.03 · 7 frames after ψ), so TopK only differs from Chamfer
     on long targets or with larger rates.
     """
-    mask = _check(sim, mask)
+    valid = _check(sim, valid)
     if not 0.0 <= k <= 1.0:
         raise ValueError(f"k must be a rate in [0, 1], got {k}")
-    return reduce_topk_chamfer(sim, k, mask)
+    return reduce_topk_chamfer(sim, k, valid)
 
 
-def reduce_topk_chamfer(sim: Tensor, k: float, mask: Tensor | None = None) -> Tensor:
-    """:func:`topk_chamfer` without input checks, for hot paths that built ``sim`` and ``mask`` themselves.
+def reduce_topk_chamfer(sim: Tensor, k: float, valid: Tensor | None = None) -> Tensor:
+    """:func:`topk_chamfer` without input checks, for hot paths that built ``sim`` and ``valid`` themselves.
 
     HAP-VR Eq. 3 and Eq. 5.
     """
-    if mask is None:
+    if valid is None:
         top = max(1, round(k * sim.shape[-1]))
         rows = sim.amax(dim=-1) if top == 1 else sim.topk(top, dim=-1).values.mean(dim=-1)
         return rows.mean(dim=-1)
-    n_valid = mask.sum(dim=-1)
+    n_valid = valid.sum(dim=-1)
     top = torch.round(k * n_valid).clamp_min(1).long()
-    filled = sim.masked_fill(~mask, float("-inf"))
+    filled = sim.masked_fill(~valid, float("-inf"))
     k_max = int(top.max()) if top.numel() else 1
     if k_max == 1:
         rows = filled.amax(dim=-1)
@@ -82,30 +84,34 @@ def reduce_topk_chamfer(sim: Tensor, k: float, mask: Tensor | None = None) -> Te
     return rows.sum(dim=-1) / row_valid.sum(dim=-1).clamp_min(1)
 
 
-def chamfer_similarity(sim: Tensor, mask: Tensor | None = None) -> Tensor:
+@renamed_keywords(mask="valid")
+def chamfer_similarity(sim: Tensor, valid: Tensor | None = None) -> Tensor:
     """Chamfer similarity: mean over query rows of the row maximum (HAP-VR Eq. 2, TCA Eq. 8)."""
-    return topk_chamfer(sim, 0.0, mask)
+    return topk_chamfer(sim, 0.0, valid)
 
 
-def mean_similarity(sim: Tensor, mask: Tensor | None = None) -> Tensor:
+@renamed_keywords(mask="valid")
+def mean_similarity(sim: Tensor, valid: Tensor | None = None) -> Tensor:
     """Mean over all valid entries, i.e. TopK-Chamfer with k = 1; for frame sims this is TCA Eq. 10."""
-    return topk_chamfer(sim, 1.0, mask)
+    return topk_chamfer(sim, 1.0, valid)
 
 
-def symmetric_chamfer(sim: Tensor, mask: Tensor | None = None, k: float = 0.0) -> Tensor:
+@renamed_keywords(mask="valid")
+def symmetric_chamfer(sim: Tensor, valid: Tensor | None = None, k: float = 0.0) -> Tensor:
     """Symmetric (TopK-)Chamfer: average of the query->target and target->query scores (TCA Eq. 9)."""
-    mask_t = None if mask is None else _check(sim, mask).transpose(-1, -2)
-    return 0.5 * (topk_chamfer(sim, k, mask) + topk_chamfer(sim.transpose(-1, -2), k, mask_t))
+    valid_t = None if valid is None else _check(sim, valid).transpose(-1, -2)
+    return 0.5 * (topk_chamfer(sim, k, valid) + topk_chamfer(sim.transpose(-1, -2), k, valid_t))
 
 
-def _masked_mean(x: Tensor, mask: Tensor | None) -> Tensor:
-    if mask is None:
+def _masked_mean(x: Tensor, valid: Tensor | None) -> Tensor:
+    if valid is None:
         return x.mean(dim=-2)
-    weights = mask.to(x.dtype).unsqueeze(-1)
+    weights = valid.to(x.dtype).unsqueeze(-1)
     return (x * weights).sum(dim=-2) / weights.sum(dim=-2).clamp_min(1)
 
 
-def mean_pooled_similarity(x: Tensor, y: Tensor, x_mask: Tensor | None = None, y_mask: Tensor | None = None,
+@renamed_keywords(x_mask="x_valid", y_mask="y_valid")
+def mean_pooled_similarity(x: Tensor, y: Tensor, x_valid: Tensor | None = None, y_valid: Tensor | None = None,
                            normalize: bool = False) -> Tensor:
     """Similarity of mean-pooled frame descriptors ``x [..., Tx, D]``, ``y [..., Ty, D]`` -> ``[...]`` (TCA Eq. 10).
 
@@ -118,7 +124,7 @@ def mean_pooled_similarity(x: Tensor, y: Tensor, x_mask: Tensor | None = None, y
     check_float_tensor(y, "y", ndim=None)
     if x.ndim < 2 or x.shape[-1] != y.shape[-1]:
         raise ValueError(f"x [..., Tx, D] and y [..., Ty, D] must share D, got {tuple(x.shape)}, {tuple(y.shape)}")
-    mx, my = _masked_mean(x, x_mask), _masked_mean(y, y_mask)
+    mx, my = _masked_mean(x, x_valid), _masked_mean(y, y_valid)
     if normalize:
         mx, my = torch.nn.functional.normalize(mx, dim=-1), torch.nn.functional.normalize(my, dim=-1)
     return (mx * my).sum(dim=-1)

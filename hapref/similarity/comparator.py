@@ -11,17 +11,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from hapref.validation import check_float_tensor
+from hapref.validation import check_float_tensor, renamed_keywords
 
 
 class VideoComparator(nn.Module):
     """ψ of HAP-VR Eq. 4 / ViSiL: ``[B, Tq, Tt]`` similarities -> raw scores ``[B, ⌈Tq/4⌉, ⌈Tt/4⌉]``.
 
     conv3×3(1→32) → ReLU → maxpool 2 → conv3×3(32→64) → ReLU → maxpool 2 → conv3×3(64→128) → ReLU
-    → conv1×1(128→1), zero padding, Xavier-uniform weights and zero biases (REFERENCE-FACTS §1.2).
+    → conv1×1(128→1), zero padding, Xavier-uniform weights and zero biases (the released HAP-VR code, https://github.com/yafeng19/HAP-VR).
     Pooling uses ``ceil_mode`` so that any length ≥ 1 works (the reference floors odd sizes).
     The output is *raw*: regularise it with :func:`similarity_regularization`, then map it to
-    [0, 1] with :func:`squash`. Padded cells (``mask`` False) are zeroed on the way in.
+    [0, 1] with :func:`squash`. Padded cells (``valid`` False) are zeroed on the way in.
     """
 
     def __init__(self) -> None:
@@ -34,14 +34,15 @@ class VideoComparator(nn.Module):
             nn.init.xavier_uniform_(conv.weight)
             nn.init.zeros_(conv.bias)
 
-    def forward(self, sim: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """Raw ψ output and its valid-cell mask (None without an input mask).
+    @renamed_keywords(mask="valid")
+    def forward(self, sim: Tensor, valid: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """Raw ψ output and its valid cells (None without input ``valid``).
 
         Padded cells are zeroed at the input and after every convolution (at each resolution), so
         a pair's score does not depend on how much padding its batch carries.
         """
         check_float_tensor(sim, "sim", ndim=3)
-        m = None if mask is None else mask.to(device=sim.device, dtype=torch.bool).expand_as(sim).unsqueeze(1)
+        m = None if valid is None else valid.to(device=sim.device, dtype=torch.bool).expand_as(sim).unsqueeze(1)
 
         def keep(x: Tensor) -> Tensor:
             return x if m is None else x.masked_fill(~m, 0.0)
@@ -60,13 +61,14 @@ def squash(raw: Tensor) -> Tensor:
     return F.hardtanh(raw) / 2 + 0.5
 
 
-def similarity_regularization(raw: Tensor, mask: Tensor | None = None) -> Tensor:
+@renamed_keywords(mask="valid")
+def similarity_regularization(raw: Tensor, valid: Tensor | None = None) -> Tensor:
     """Similarity regulariser on ψ's raw output: ``Σ |min(x + 1, 0)| + Σ |max(x − 1, 0)|`` (ViSiL; sum).
 
     It penalises values outside [−1, 1], where the hardtanh of :func:`squash` has no gradient.
-    Only valid cells (``mask`` True) count.
+    Only valid cells (``valid`` True) count.
     """
     penalty = F.relu(-1 - raw) + F.relu(raw - 1)
-    if mask is not None:
-        penalty = penalty * mask.to(penalty.dtype)
+    if valid is not None:
+        penalty = penalty * valid.to(penalty.dtype)
     return penalty.sum()

@@ -1,7 +1,7 @@
 """Bottom-up video similarity: regions -> frames (spatial TopK-Chamfer) -> ψ -> video (temporal TopK-Chamfer).
 
 HAP-VR §3.3.1, Eq. 3–5 (after ViSiL). Videos are padded tensors ``[N, T, R, D]`` (or ``[N, T, D]``,
-one region per frame) with frame masks ``[N, T]`` (True = real frame).
+one region per frame) with valid-frame flags ``[N, T]`` (True = real frame).
 """
 
 from __future__ import annotations
@@ -11,24 +11,24 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from hapref.similarity.chamfer import pair_mask, reduce_topk_chamfer
+from hapref.similarity.chamfer import pair_valid, reduce_topk_chamfer
 from hapref.similarity.comparator import VideoComparator, similarity_regularization, squash
-from hapref.validation import check_float_tensor
+from hapref.validation import check_float_tensor, renamed_keywords
 
 MEASURES = ("cosine", "mean", "chamfer", "symmetric_chamfer", "topk_chamfer")
 
 
 def pad_videos(videos: list[Tensor]) -> tuple[Tensor, Tensor]:
-    """Stack videos ``[T_i, ...]`` into zero-padded ``[N, T_max, ...]`` plus a frame mask ``[N, T_max]`` (True = real).
+    """Stack videos ``[T_i, ...]`` into zero-padded ``[N, T_max, ...]`` plus a valid-frame flag ``[N, T_max]`` (True = real).
 
-    The masks feed the masked TopK-Chamfer of HAP-VR Eq. 3/5 so padding never changes a score.
+    The valid flags feed the valid-only TopK-Chamfer of HAP-VR Eq. 3/5 so padding never changes a score.
     """
     if len(videos) == 0:
         raise ValueError("videos must hold at least one video")
     lengths = torch.tensor([v.shape[0] for v in videos])
     padded = torch.nn.utils.rnn.pad_sequence(list(videos), batch_first=True)
-    mask = torch.arange(padded.shape[1]) < lengths.unsqueeze(1)
-    return padded, mask.to(padded.device)
+    valid = torch.arange(padded.shape[1]) < lengths.unsqueeze(1)
+    return padded, valid.to(padded.device)
 
 
 def _as_regions(x: Tensor, name: str) -> Tensor:
@@ -36,8 +36,9 @@ def _as_regions(x: Tensor, name: str) -> Tensor:
     return x.unsqueeze(2) if x.ndim == 3 else x
 
 
-def frame_to_frame(x: Tensor, y: Tensor, spatial_k: float = 0.0, x_mask: Tensor | None = None,
-                   y_mask: Tensor | None = None) -> Tensor:
+@renamed_keywords(x_mask="x_valid", y_mask="y_valid")
+def frame_to_frame(x: Tensor, y: Tensor, spatial_k: float = 0.0, x_valid: Tensor | None = None,
+                   y_valid: Tensor | None = None) -> Tensor:
     """All-pairs frame-to-frame similarities ``[Nx, Ny, Tx, Ty]`` by spatial TopK-Chamfer (HAP-VR Eq. 3).
 
     ``x [Nx, Tx, R, D]`` and ``y [Ny, Ty, R', D]`` (or ``[N, T, D]``) hold L2-normalised region
@@ -47,21 +48,22 @@ def frame_to_frame(x: Tensor, y: Tensor, spatial_k: float = 0.0, x_mask: Tensor 
     x, y = _as_regions(x, "x"), _as_regions(y, "y")
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"x and y must share the descriptor size D, got {x.shape[-1]} and {y.shape[-1]}")
-    return _frame_to_frame(x, y, spatial_k, x_mask, y_mask)
+    return _frame_to_frame(x, y, spatial_k, x_valid, y_valid)
 
 
-def _frame_to_frame(x: Tensor, y: Tensor, spatial_k: float, x_mask: Tensor | None, y_mask: Tensor | None) -> Tensor:
+def _frame_to_frame(x: Tensor, y: Tensor, spatial_k: float, x_valid: Tensor | None, y_valid: Tensor | None) -> Tensor:
     """:func:`frame_to_frame` on already checked 4-D inputs (no NaN scans in the hot path)."""
     (nx, tx, rx, d), (ny, ty, ry, _) = x.shape, y.shape
     regions = (x.reshape(-1, d) @ y.reshape(-1, d).T).view(nx, tx, rx, ny, ty, ry).permute(0, 3, 1, 4, 2, 5)
     f2f = reduce_topk_chamfer(regions, spatial_k)
-    mask = pair_mask(None if x_mask is None else x_mask[:, None, :],
-                     None if y_mask is None else y_mask[None, :, :])
-    return f2f if mask is None else f2f.masked_fill(~mask, 0.0)
+    valid = pair_valid(None if x_valid is None else x_valid[:, None, :],
+                     None if y_valid is None else y_valid[None, :, :])
+    return f2f if valid is None else f2f.masked_fill(~valid, 0.0)
 
 
-def video_similarity_matrix(queries: Tensor, database: Tensor, query_mask: Tensor | None = None,
-                            database_mask: Tensor | None = None, measure: str = "chamfer", k: float = 0.1,
+@renamed_keywords(query_mask="query_valid", database_mask="database_valid")
+def video_similarity_matrix(queries: Tensor, database: Tensor, query_valid: Tensor | None = None,
+                            database_valid: Tensor | None = None, measure: str = "chamfer", k: float = 0.1,
                             spatial_k: float = 0.0, chunk_size: int = 256) -> Tensor:
     """Training-free query × database scores ``[Q, B]`` from region or frame descriptors.
 
@@ -76,8 +78,8 @@ def video_similarity_matrix(queries: Tensor, database: Tensor, query_mask: Tenso
     if measure == "cosine":
         qm = queries.mean(dim=2)
         dm = database.mean(dim=2)
-        q = F.normalize(_frame_mean(qm, query_mask), dim=-1)
-        b = F.normalize(_frame_mean(dm, database_mask), dim=-1)
+        q = F.normalize(_frame_mean(qm, query_valid), dim=-1)
+        b = F.normalize(_frame_mean(dm, database_valid), dim=-1)
         return q @ b.T
 
     if queries.shape[-1] != database.shape[-1]:
@@ -86,28 +88,28 @@ def video_similarity_matrix(queries: Tensor, database: Tensor, query_mask: Tenso
         raise ValueError(f"k and spatial_k must be rates in [0, 1], got {k} and {spatial_k}")
     rate = {"chamfer": 0.0, "symmetric_chamfer": 0.0, "mean": 1.0, "topk_chamfer": k}[measure]
 
-    def block(q: Tensor, b: Tensor, q_mask: Tensor | None, b_mask: Tensor | None) -> Tensor:
-        f2f = _frame_to_frame(q, b, spatial_k, q_mask, b_mask)
-        mask = pair_mask(None if q_mask is None else q_mask[:, None, :], None if b_mask is None else b_mask[None])
-        if mask is not None:
-            mask = mask.expand_as(f2f)
-        sim = reduce_topk_chamfer(f2f, rate, mask)
+    def block(q: Tensor, b: Tensor, q_valid: Tensor | None, b_valid: Tensor | None) -> Tensor:
+        f2f = _frame_to_frame(q, b, spatial_k, q_valid, b_valid)
+        valid = pair_valid(None if q_valid is None else q_valid[:, None, :], None if b_valid is None else b_valid[None])
+        if valid is not None:
+            valid = valid.expand_as(f2f)
+        sim = reduce_topk_chamfer(f2f, rate, valid)
         if measure == "symmetric_chamfer":
-            mask_t = None if mask is None else mask.transpose(-1, -2)
-            sim = 0.5 * (sim + reduce_topk_chamfer(f2f.transpose(-1, -2), rate, mask_t))
+            valid_t = None if valid is None else valid.transpose(-1, -2)
+            sim = 0.5 * (sim + reduce_topk_chamfer(f2f.transpose(-1, -2), rate, valid_t))
         return sim
 
-    return _chunked(block, queries, database, query_mask, database_mask, chunk_size)
+    return _chunked(block, queries, database, query_valid, database_valid, chunk_size)
 
 
-def _frame_mean(x: Tensor, mask: Tensor | None) -> Tensor:
-    if mask is None:
+def _frame_mean(x: Tensor, valid: Tensor | None) -> Tensor:
+    if valid is None:
         return x.mean(dim=1)
-    w = mask.to(x.dtype).unsqueeze(-1)
+    w = valid.to(x.dtype).unsqueeze(-1)
     return (x * w).sum(dim=1) / w.sum(dim=1).clamp_min(1)
 
 
-def _chunked(block, queries: Tensor, database: Tensor, query_mask: Tensor | None, database_mask: Tensor | None,
+def _chunked(block, queries: Tensor, database: Tensor, query_valid: Tensor | None, database_valid: Tensor | None,
              chunk_size: int) -> Tensor:
     """Evaluate ``block`` on query/database blocks of at most ``chunk_size`` pairs; assemble ``[Q, B]``."""
     if chunk_size < 1:
@@ -117,15 +119,15 @@ def _chunked(block, queries: Tensor, database: Tensor, query_mask: Tensor | None
     step_q = max(1, chunk_size // max(step_b, 1))
     rows = []
     for i in range(0, n_q, step_q):
-        q_mask = None if query_mask is None else query_mask[i:i + step_q]
-        rows.append(torch.cat([block(queries[i:i + step_q], database[j:j + step_b], q_mask,
-                                     None if database_mask is None else database_mask[j:j + step_b])
+        q_valid = None if query_valid is None else query_valid[i:i + step_q]
+        rows.append(torch.cat([block(queries[i:i + step_q], database[j:j + step_b], q_valid,
+                                     None if database_valid is None else database_valid[j:j + step_b])
                                for j in range(0, n_b, step_b)], dim=1))
     return torch.cat(rows, dim=0) if rows else queries.new_zeros(0, n_b)
 
 
 class RegionAttention(nn.Module):
-    """Region re-weighting ``x · sigmoid(uᵀ tanh(W x + b))`` applied before HAP-VR Eq. 3 (REFERENCE-FACTS §1.2)."""
+    """Region re-weighting ``x · sigmoid(uᵀ tanh(W x + b))`` applied before HAP-VR Eq. 3 (the released HAP-VR code, https://github.com/yafeng19/HAP-VR)."""
 
     def __init__(self, dims: int) -> None:
         super().__init__()
@@ -142,13 +144,13 @@ class RegionAttention(nn.Module):
 class VideoSimilarityNetwork(nn.Module):
     """HAP-VR's similarity function f (§3.3.1): regions -> frames (Eq. 3) -> ψ (Eq. 4) -> video (Eq. 5).
 
-    - ``forward(features [N, T, R, D], mask [N, T]) -> (video_sim [N, N], frame_sims [N, N, T, T], reg_loss)``
+    - ``forward(features [N, T, R, D], valid [N, T]) -> (video_sim [N, N], frame_sims [N, N, T, T], reg_loss)``
       for training: ``frame_sims`` are the spatial TopK-Chamfer matrices *before* ψ (the input of
       HAP-VR's frame-level AP loss), ``reg_loss`` the summed similarity regulariser on ψ's raw output.
     - ``score(queries, database, ...) -> [Q, B]`` for evaluation, chunked.
 
     ``spatial_k`` / ``temporal_k`` default to HAP-VR's released rates 0.1 / 0.03
-    (REFERENCE-FACTS §1.3). ``attention`` adds :class:`RegionAttention` (needs ``dims``);
+    (the released HAP-VR code, https://github.com/yafeng19/HAP-VR). ``attention`` adds :class:`RegionAttention` (needs ``dims``);
     ``comparator=False`` skips ψ (plain two-level TopK-Chamfer, no parameters).
     ``chunk_size`` bounds how many video pairs' region tensors exist at once; under autograd each
     chunk is recomputed in backward (activation checkpointing) so training memory stays bounded too.
@@ -168,45 +170,49 @@ class VideoSimilarityNetwork(nn.Module):
         features = _as_regions(features, "features")
         return self.attention(features) if self.attention is not None else features
 
-    def frame_similarity(self, x: Tensor, y: Tensor, x_mask: Tensor | None = None,
-                         y_mask: Tensor | None = None) -> Tensor:
+    @renamed_keywords(x_mask="x_valid", y_mask="y_valid")
+    def frame_similarity(self, x: Tensor, y: Tensor, x_valid: Tensor | None = None,
+                         y_valid: Tensor | None = None) -> Tensor:
         """Frame-to-frame matrices ``[Nx, Ny, Tx, Ty]`` of indexed videos (spatial TopK-Chamfer, Eq. 3)."""
         step = max(1, self.chunk_size // max(y.shape[0], 1))
         blocks = []
         for i in range(0, x.shape[0], step):
-            args = (x[i:i + step], y, self.spatial_k, None if x_mask is None else x_mask[i:i + step], y_mask)
+            args = (x[i:i + step], y, self.spatial_k, None if x_valid is None else x_valid[i:i + step], y_valid)
             if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad):
                 blocks.append(checkpoint(_frame_to_frame, *args, use_reentrant=False))
             else:
                 blocks.append(_frame_to_frame(*args))
         return torch.cat(blocks, dim=0)
 
-    def video_similarity(self, frame_sims: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    @renamed_keywords(mask="valid")
+    def video_similarity(self, frame_sims: Tensor, valid: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Video similarity ``[...]`` and regulariser from frame matrices ``[..., Tx, Ty]`` (Eq. 4–5)."""
         check_float_tensor(frame_sims, "frame_sims", ndim=None)
-        return self._video_similarity(frame_sims, mask)
+        return self._video_similarity(frame_sims, valid)
 
-    def _video_similarity(self, frame_sims: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
-        if mask is not None:
-            mask = mask.expand_as(frame_sims)
+    def _video_similarity(self, frame_sims: Tensor, valid: Tensor | None) -> tuple[Tensor, Tensor]:
+        if valid is not None:
+            valid = valid.expand_as(frame_sims)
         if self.comparator is None:
-            return reduce_topk_chamfer(frame_sims, self.temporal_k, mask), frame_sims.new_zeros(())
+            return reduce_topk_chamfer(frame_sims, self.temporal_k, valid), frame_sims.new_zeros(())
         lead = frame_sims.shape[:-2]
         flat = frame_sims.reshape(-1, *frame_sims.shape[-2:])
-        flat_mask = None if mask is None else mask.reshape(flat.shape)
-        raw, out_mask = self.comparator(flat, flat_mask)
-        sim = reduce_topk_chamfer(squash(raw), self.temporal_k, out_mask)
-        return sim.view(lead), similarity_regularization(raw, out_mask)
+        flat_valid = None if valid is None else valid.reshape(flat.shape)
+        raw, out_valid = self.comparator(flat, flat_valid)
+        sim = reduce_topk_chamfer(squash(raw), self.temporal_k, out_valid)
+        return sim.view(lead), similarity_regularization(raw, out_valid)
 
-    def forward(self, features: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    @renamed_keywords(mask="valid")
+    def forward(self, features: Tensor, valid: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
         x = self.index(features)
-        frame_sims = self.frame_similarity(x, x, mask, mask)
-        pairs = pair_mask(None if mask is None else mask[:, None, :], None if mask is None else mask[None])
+        frame_sims = self.frame_similarity(x, x, valid, valid)
+        pairs = pair_valid(None if valid is None else valid[:, None, :], None if valid is None else valid[None])
         video_sim, reg = self._video_similarity(frame_sims, pairs)
         return video_sim, frame_sims, reg
 
-    def score(self, queries: Tensor, database: Tensor, query_mask: Tensor | None = None,
-              database_mask: Tensor | None = None, chunk_size: int | None = None) -> Tensor:
+    @renamed_keywords(query_mask="query_valid", database_mask="database_valid")
+    def score(self, queries: Tensor, database: Tensor, query_valid: Tensor | None = None,
+              database_valid: Tensor | None = None, chunk_size: int | None = None) -> Tensor:
         """Query × database video similarities ``[Q, B]``, at most ``chunk_size`` pairs at a time."""
         q, b = self.index(queries), self.index(database)
         if q.shape[-1] != b.shape[-1]:
@@ -214,9 +220,9 @@ class VideoSimilarityNetwork(nn.Module):
 
         def block(qb: Tensor, bb: Tensor, qm: Tensor | None, bm: Tensor | None) -> Tensor:
             f2f = _frame_to_frame(qb, bb, self.spatial_k, qm, bm)
-            return self._video_similarity(f2f, pair_mask(None if qm is None else qm[:, None, :],
+            return self._video_similarity(f2f, pair_valid(None if qm is None else qm[:, None, :],
                                                         None if bm is None else bm[None]))[0]
 
-        return _chunked(block, q, b, query_mask, database_mask, chunk_size or self.chunk_size)
+        return _chunked(block, q, b, query_valid, database_valid, chunk_size or self.chunk_size)
 
 

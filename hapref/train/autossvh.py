@@ -4,13 +4,13 @@
 videos of :func:`hapref.data.finegrained.make_finegrained_videos` (frozen EfficientNet-Lite0 features in
 full; the untrained small CNN in smoke/quick, so the CPU chapter runs in seconds), resampled to a
 fixed number of frames. Training uses no labels. Evaluation is the hashing protocol
-(REFERENCE-FACTS §7.5): test videos query the train split (the database) by Hamming distance; a
+(the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH): test videos query the train split (the database) by Hamming distance; a
 database video is relevant when it shares the query's label (``label`` of the profile: the
 *sub-class*, i.e. source photo + region + camera motion, or the *class*, the source photo).
 
 Losses (ablations): ``autossvh`` = learned adversarial sampler + FR + VC + P2Set (the paper);
 ``autossvh_no_p2set`` = learned sampler without P2Set; ``random_mask`` = ConMH-style random masks +
-FR + VC + P2Set (what the released code trains, REFERENCE-FACTS §7.3); ``random_mask_no_p2set`` = ConMH.
+FR + VC + P2Set (what the released code trains, the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH); ``random_mask_no_p2set`` = ConMH.
 """
 
 from __future__ import annotations

@@ -92,9 +92,9 @@ class HAPVRData:
     train: Tensor            # [C, V, T, R, D] whitened student regions of every view
     teacher: Tensor          # [C, V, T, D'] teacher frame embeddings of the same views
     queries: Tensor          # [Q, Tq, R, D]
-    query_mask: Tensor       # [Q, Tq]
+    query_valid: Tensor       # [Q, Tq]
     database: Tensor         # [M, Tm, R, D]
-    database_mask: Tensor    # [M, Tm]
+    database_valid: Tensor    # [M, Tm]
     relevance: Tensor        # [Q, M] bool (DSVR: near-duplicates and partial copies)
 
 
@@ -109,7 +109,7 @@ def _fit_length(frames: Tensor, length: int, generator: torch.Generator) -> Tens
 def make_views(clip: Tensor, count: int, length: int, generator: torch.Generator) -> list[Tensor]:
     """One weak view (crop + flip) and ``count`` strong views (one temporal + two spatial edits), ``length`` frames each.
 
-    The S2VS weak/strong views HAP-VR trains on (REFERENCE-FACTS §2.4).
+    The S2VS weak/strong views HAP-VR trains on (the released S2VS code, https://github.com/gkordo/s2vs).
     """
     def edit(frames: Tensor, names: list[str]) -> Tensor:
         for name in names:
@@ -163,16 +163,16 @@ def prepare_data(profile: str, progress: bool = False) -> HAPVRData:
         feats = [whitening(encode(v[::p.stride])[0]) for v in tqdm(videos, disable=not progress, desc="eval videos")]
         return pad_videos(feats)
 
-    queries, query_mask = eval_features(bench.queries.videos)
-    database, database_mask = eval_features(bench.database.videos)
-    data = HAPVRData(train=whitening(train), teacher=torch.stack(teacher), queries=queries, query_mask=query_mask,
-                     database=database, database_mask=database_mask, relevance=bench.relevance("DSVR"))
+    queries, query_valid = eval_features(bench.queries.videos)
+    database, database_valid = eval_features(bench.database.videos)
+    data = HAPVRData(train=whitening(train), teacher=torch.stack(teacher), queries=queries, query_valid=query_valid,
+                     database=database, database_valid=database_valid, relevance=bench.relevance("DSVR"))
     atomic_torch_save(asdict(data), path)
     return data
 
 
 def batch_relevance(clips: int) -> Tensor:
-    """S2VS labels of [weak views; strong views] of ``clips`` clips: diagonal and weak_i <-> strong_i (REFERENCE-FACTS §2.2)."""
+    """S2VS labels of [weak views; strong views] of ``clips`` clips: diagonal and weak_i <-> strong_i (the released S2VS code, https://github.com/gkordo/s2vs)."""
     stacked = torch.cat([torch.eye(clips), torch.eye(clips)])
     return (stacked @ stacked.T) > 0
 
@@ -217,8 +217,8 @@ class HAPVRTask:
         """Query × database similarities ``[Q, M]`` on the model's device."""
         device = next(model.parameters()).device
         d = self.data
-        return model.score(d.queries.to(device), d.database.to(device), d.query_mask.to(device),
-                           d.database_mask.to(device))
+        return model.score(d.queries.to(device), d.database.to(device), d.query_valid.to(device),
+                           d.database_valid.to(device))
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         return evaluate_scores(self.scores(model).float().cpu(), self.data.relevance)
@@ -232,7 +232,7 @@ def untrained_scores(profile: str, measure: str = "chamfer", k: float = 0.0) -> 
     d = prepare_data(profile)
     net = VideoSimilarityNetwork(spatial_k=0.1, temporal_k=1.0 if measure == "mean" else k, comparator=False)
     with torch.no_grad():
-        return net.score(d.queries, d.database, d.query_mask, d.database_mask)
+        return net.score(d.queries, d.database, d.query_valid, d.database_valid)
 
 
 def config_for(profile: str, seed: int = 0, **overrides: Any) -> TrainConfig:

@@ -1,8 +1,7 @@
 """One small training loop for every pipeline of the book (HAP-VR, Radial, ...).
 
 A pipeline supplies a :class:`Task` (model, deterministic batches, loss, evaluation); :func:`fit`
-does the rest: AdamW, linear warm-up + cosine schedule (the S2VS/HAP-VR schedule, REFERENCE-FACTS
-§1.6), AMP on CUDA, periodic evaluation, atomic checkpoints and exact resume.
+does the rest: AdamW, linear warm-up + cosine schedule (the S2VS/HAP-VR schedule, the released HAP-VR code, https://github.com/yafeng19/HAP-VR), AMP on CUDA, periodic evaluation, atomic checkpoints and exact resume.
 """
 
 from __future__ import annotations
@@ -81,7 +80,7 @@ class TrainResult:
 def lr_factor(step: int, config: TrainConfig, start: float = 0.01, final: float = 0.1) -> float:
     """Learning-rate multiplier after ``step`` updates: linear warm-up from ``start``·lr, then cosine to ``final``·lr.
 
-    The released HAP-VR schedule (REFERENCE-FACTS §1.6).
+    The released HAP-VR schedule (the released HAP-VR code, https://github.com/yafeng19/HAP-VR).
     """
     if step < config.warmup_steps:
         return start + (1.0 - start) * step / config.warmup_steps

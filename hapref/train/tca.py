@@ -3,8 +3,8 @@
 Self-supervised copy pairs: every unlabeled training clip gives a weak view and strong views (the
 HAP-VR/S2VS edits of :func:`hapref.train.hapvr.make_views`). A batch holds B clips; the anchor is one
 view, the positive another view of the same clip, and the negatives are the other clips' positives plus
-a FIFO memory bank of earlier positives (momentum 0 as in the released run, REFERENCE-FACTS §6.4; bank
-entries of the anchor's own clip are masked out). Frame descriptors (L3-iRMAC by default, iMAC as an
+a FIFO memory bank of earlier positives (momentum 0 as in the released run, the released TCA code, https://github.com/xwen99/temporal_context_aggregation; bank
+entries of the anchor's own clip are valid-only out). Frame descriptors (L3-iRMAC by default, iMAC as an
 option) come from the frozen EfficientNet-Lite0, PCA-whitened on the training views, computed once per
 profile and cached. Evaluation: DSVR mAP and μAP for TCA_c (cosine of video embeddings), TCA_f (Chamfer
 of frame embeddings) and TCA_sym (symmetric Chamfer), TCA Eq. 8–10.
@@ -28,12 +28,13 @@ from hapref.features import backbones as backbones_module, pooling as pooling_mo
 from hapref.files import atomic_torch_save
 from hapref.losses.memory_bank import MemoryBank, contrastive_loss, contrastive_similarities
 from hapref.models.tca import TemporalContextAggregator
-from hapref.similarity.chamfer import chamfer_similarity, mean_pooled_similarity, pair_mask, symmetric_chamfer
+from hapref.similarity.chamfer import chamfer_similarity, mean_pooled_similarity, pair_valid, symmetric_chamfer
 from hapref.similarity.network import pad_videos
 from hapref.train import hapvr as hapvr_module
 from hapref.train.hapvr import evaluate_scores, make_views
 from hapref.train.loop import TrainConfig
 from hapref.utils import get_device
+from hapref.validation import renamed_keywords
 
 LOSSES: tuple[str, ...] = ("infonce", "circle")
 POOLINGS: tuple[str, ...] = ("l3irmac", "imac")
@@ -103,9 +104,9 @@ class TCAData:
 
     train: Tensor            # [C, V, T, D] every view of every training clip
     queries: Tensor          # [Q, Tq, D]
-    query_mask: Tensor       # [Q, Tq]
+    query_valid: Tensor       # [Q, Tq]
     database: Tensor         # [M, Tm, D]
-    database_mask: Tensor    # [M, Tm]
+    database_valid: Tensor    # [M, Tm]
     relevance: Tensor        # [Q, M] bool (DSVR)
 
 
@@ -146,15 +147,15 @@ def prepare_data(profile: str, pooling: str = "l3irmac", progress: bool = False)
         videos = tqdm(videos, disable=not progress, desc="eval videos")
         return pad_videos([whitening(encode(v[::p.eval_stride])) for v in videos])
 
-    queries, query_mask = eval_features(bench.queries.videos)
-    database, database_mask = eval_features(bench.database.videos)
-    data = TCAData(train=whitening(raw), queries=queries, query_mask=query_mask, database=database,
-                   database_mask=database_mask, relevance=bench.relevance("DSVR"))
+    queries, query_valid = eval_features(bench.queries.videos)
+    database, database_valid = eval_features(bench.database.videos)
+    data = TCAData(train=whitening(raw), queries=queries, query_valid=query_valid, database=database,
+                   database_valid=database_valid, relevance=bench.relevance("DSVR"))
     atomic_torch_save(asdict(data), path)
     return data
 
 
-def frame_scores(x: Tensor, y: Tensor, x_mask: Tensor, y_mask: Tensor, measure: str) -> Tensor:
+def frame_scores(x: Tensor, y: Tensor, x_valid: Tensor, y_valid: Tensor, measure: str) -> Tensor:
     """Video × video scores ``[Q, M]`` from frame descriptors ``[Q, Tq, D]``, ``[M, Tm, D]`` (TCA Eq. 8–10).
 
     ``cosine``: cosine of the mean-pooled frames; ``chamfer``: mean over query frames of the best target frame;
@@ -163,35 +164,37 @@ def frame_scores(x: Tensor, y: Tensor, x_mask: Tensor, y_mask: Tensor, measure: 
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
     if measure == "cosine":
-        return mean_pooled_similarity(x.unsqueeze(1), y.unsqueeze(0), x_mask.unsqueeze(1), y_mask.unsqueeze(0),
+        return mean_pooled_similarity(x.unsqueeze(1), y.unsqueeze(0), x_valid.unsqueeze(1), y_valid.unsqueeze(0),
                                       normalize=True)
     sim = torch.einsum("qtd,msd->qmts", x, y)
-    mask = pair_mask(x_mask.unsqueeze(1), y_mask.unsqueeze(0))
-    return chamfer_similarity(sim, mask) if measure == "chamfer" else symmetric_chamfer(sim, mask)
+    valid = pair_valid(x_valid.unsqueeze(1), y_valid.unsqueeze(0))
+    return chamfer_similarity(sim, valid) if measure == "chamfer" else symmetric_chamfer(sim, valid)
 
 
 def baseline_metrics(profile: str, pooling: str = "l3irmac") -> dict[str, dict[str, float]]:
     """Training-free baselines on the same whitened features: mAP/μAP per measure of :data:`MEASURES`."""
     d = prepare_data(profile, pooling)
-    return {m: evaluate_scores(frame_scores(d.queries, d.database, d.query_mask, d.database_mask, m), d.relevance)
+    return {m: evaluate_scores(frame_scores(d.queries, d.database, d.query_valid, d.database_valid, m), d.relevance)
             for m in MEASURES}
 
 
 class AggregatorWithBank(nn.Module):
     """The aggregator being trained plus its memory bank (TCA §3.4), so checkpoints and ``.to()`` carry the bank.
 
-    Calls go to the aggregator: ``model(features, mask)`` is TCA_c, ``model.frame_embeddings`` TCA_f.
+    Calls go to the aggregator: ``model(features, valid)`` is TCA_c, ``model.frame_embeddings`` TCA_f.
     """
 
     def __init__(self, aggregator: TemporalContextAggregator, bank: MemoryBank | None) -> None:
         super().__init__()
         self.aggregator, self.bank = aggregator, bank
 
-    def forward(self, features: Tensor, mask: Tensor | None = None) -> Tensor:
-        return self.aggregator(features, mask)
+    @renamed_keywords(mask="valid")
+    def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        return self.aggregator(features, valid)
 
-    def frame_embeddings(self, features: Tensor, mask: Tensor | None = None) -> Tensor:
-        return self.aggregator.frame_embeddings(features, mask)
+    @renamed_keywords(mask="valid")
+    def frame_embeddings(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        return self.aggregator.frame_embeddings(features, valid)
 
 
 class TCATask:
@@ -233,7 +236,7 @@ class TCATask:
         """Query × database scores ``[Q, M]`` of TCA_c, TCA_f and TCA_sym (on the CPU)."""
         device = next(model.parameters()).device
         d = self.data
-        q, qm, b, bm = d.queries.to(device), d.query_mask.to(device), d.database.to(device), d.database_mask.to(device)
+        q, qm, b, bm = d.queries.to(device), d.query_valid.to(device), d.database.to(device), d.database_valid.to(device)
         qf, bf = model.frame_embeddings(q, qm).float(), model.frame_embeddings(b, bm).float()
         return {"c": (model(q, qm).float() @ model(b, bm).float().T).cpu(),
                 "f": frame_scores(qf, bf, qm, bm, "chamfer").cpu(),

@@ -1,0 +1,65 @@
+"""Restricted unpickling: read the released annotation pickles without letting a file run code.
+
+A pickle is a small program; ``pickle.load`` executes whatever callables it names, so a crafted file can run
+arbitrary code. The released annotation files (FIVR, EVVE, CC_WEB_VIDEO, VCDB) and similarity dictionaries
+hold only built-in values (dicts, lists, tuples, strings, numbers) plus sets, which protocol 2/3 pickles
+rebuild by calling ``builtins.set`` / ``builtins.frozenset``. :func:`load_pickle` therefore resolves exactly
+those two names and refuses every other global with a :class:`ValueError` naming the file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+from pathlib import Path
+
+#: The only globals a released annotation / similarity pickle may name.
+ALLOWED_GLOBALS: frozenset[tuple[str, str]] = frozenset({("builtins", "set"), ("builtins", "frozenset")})
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):  # noqa: D102 (pickle API)
+        if (module, name) in ALLOWED_GLOBALS:
+            return set if name == "set" else frozenset
+        raise pickle.UnpicklingError(f"global '{module}.{name}' is not allowed")
+
+    def persistent_load(self, pid):  # noqa: D102 (pickle API)
+        raise pickle.UnpicklingError("persistent ids are not allowed")
+
+
+def load_pickle(path: str | os.PathLike) -> object:
+    """Load a pickle that may contain only built-in values, ``set`` and ``frozenset``.
+
+    Args:
+        path: the file (e.g. ``fivr.pickle``, a released ``*_similarities.pk``).
+
+    Returns:
+        The unpickled object (dicts, lists, tuples, sets, strings, numbers, None, bools).
+
+    Raises:
+        ValueError: the file names any other global (a crafted pickle trying to run code, or a pickle of
+            custom classes), uses persistent ids, or is not a valid pickle; the message names the file.
+        FileNotFoundError: ``path`` does not exist.
+
+    Examples:
+        >>> import pickle, tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "ok.pickle"
+        >>> _ = path.write_bytes(pickle.dumps({"q": {"a", "b"}}, protocol=3))
+        >>> sorted(load_pickle(path)["q"])
+        ['a', 'b']
+        >>> _ = path.write_bytes(pickle.dumps(pathlib.PurePosixPath("x")))
+        >>> load_pickle(path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: ...ok.pickle: refused to unpickle: global 'pathlib.PurePosixPath' is not allowed ...
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        return _RestrictedUnpickler(io.BytesIO(data)).load()
+    except pickle.UnpicklingError as err:
+        raise ValueError(f"{path}: refused to unpickle: {err} (only built-in values, set and frozenset are "
+                         "accepted)") from None
+    except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError) as err:
+        raise ValueError(f"{path} is not a valid pickle file ({type(err).__name__}: {err})") from None
