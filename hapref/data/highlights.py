@@ -27,7 +27,7 @@ HIGHLIGHT_PHOTOS = ("grass", "astronaut", "coffee", "chelsea", "rocket", "brick"
 @dataclass
 class HighlightVideo:
     """Frames uint8 ``[T, S, S, 3]``; clip spans ``[(start, end)]`` (end exclusive); per-clip critical flags;
-    per-frame critical mask ``[T]``. ``cuts`` are the first frames of every clip after the first."""
+    per-frame critical flags ``[T]``. ``cuts`` are the first frames of every clip after the first."""
 
     frames: Tensor
     clips: list[tuple[int, int]]

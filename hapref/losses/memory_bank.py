@@ -4,7 +4,7 @@ TCA §3.4 compares an anchor with one positive and many negatives kept from earl
 released run (the released TCA code, https://github.com/xwen99/temporal_context_aggregation) uses MoCo with momentum 0, i.e. the keys are the current encoder's
 detached embeddings; the similarities are computed against the bank *before* the batch's keys are
 enqueued. Both losses take the same similarity layout: ``sims [B, 1 + M]`` with the positive in column 0
-and M negatives after it, plus an optional ``valid [B, M]`` mask (False = not a negative for that row,
+and M negatives after it, plus an optional ``valid [B, M]`` flags (False = not a negative for that row,
 e.g. a bank entry of the anchor's own clip).
 """
 

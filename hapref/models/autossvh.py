@@ -213,7 +213,7 @@ class AutoSSVHNet(nn.Module):
 
         With ``adversarial`` the scores pass a gradient-reversal layer, so training the whole net on
         the loss makes the Grade-Net *maximise* it (Eq. 18–19). Returns the kept tokens
-        ``[B, T-M, dim]`` (multiplied by the ST keep-mask, value 1, so gradients reach the scores),
+        ``[B, T-M, dim]`` (multiplied by the ST keep indicator, value 1, so gradients reach the scores),
         the kept and the dropped indices.
         """
         tokens = self.tokens(x)
