@@ -1,11 +1,12 @@
 """Retrieval metrics in vectorised PyTorch (any device, float32/float64), checked against scikit-learn.
 
-AP / mAP / μAP (HAP-VR), mAP@N and GMAP (AutoSSVH), NDCG, quadlet and triplet precision (Radial
+AP / mAP / μAP (HAP-VR), mAP@N (also tie-aware, from a FAISS Hamming index) and GMAP (AutoSSVH), NDCG, quadlet and triplet precision (Radial
 loss), and the score-threshold precision-recall curve. Scores are similarities: higher = ranked earlier.
 """
 
 from hapref.metrics.ap import average_precision, mean_average_precision, micro_average_precision
 from hapref.metrics.curves import precision_recall_curve
+from hapref.metrics.hamming import hamming_map_at_n, map_at_n_tie_aware
 from hapref.metrics.hashing import gmap, map_at_n
 from hapref.metrics.ndcg import ndcg
 from hapref.metrics.order import quadlet_precision, triplet_precision
@@ -13,7 +14,9 @@ from hapref.metrics.order import quadlet_precision, triplet_precision
 __all__ = [
     "average_precision",
     "gmap",
+    "hamming_map_at_n",
     "map_at_n",
+    "map_at_n_tie_aware",
     "mean_average_precision",
     "micro_average_precision",
     "ndcg",
