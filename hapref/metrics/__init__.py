@@ -1,7 +1,8 @@
 """Retrieval metrics in vectorised PyTorch (any device, float32/float64), checked against scikit-learn.
 
-AP / mAP / μAP (HAP-VR), mAP@N (also tie-aware, from a FAISS Hamming index) and GMAP (AutoSSVH), NDCG, quadlet and triplet precision (Radial
-loss), and the score-threshold precision-recall curve. Scores are similarities: higher = ranked earlier.
+AP / mAP / μAP (HAP-VR), mAP@N (also tie-aware, from a FAISS Hamming index) and GMAP (AutoSSVH), NDCG,
+quadlet and triplet precision (Radial loss), and the score-threshold precision-recall curve.
+Scores are similarities: higher = ranked earlier.
 """
 
 from hapref.metrics.ap import average_precision, mean_average_precision, micro_average_precision

@@ -69,7 +69,8 @@ def expected_ap_at_n(distances: np.ndarray, relevant: np.ndarray, n: int, conven
     distances = np.asarray(distances, dtype=np.float64).reshape(-1)
     relevant = np.asarray(relevant, dtype=bool).reshape(-1)
     if distances.shape != relevant.shape:
-        raise ValueError(f"distances and relevant must have the same length, got {distances.shape} and {relevant.shape}")
+        raise ValueError(f"distances and relevant must have the same length, got {distances.shape} "
+                         f"and {relevant.shape}")
     if distances.size == 0:
         return 0.0
     order = np.argsort(distances, kind="stable")
