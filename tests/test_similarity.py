@@ -124,11 +124,14 @@ def test_frame_to_frame_matches_literal_region_loop() -> None:
 def test_comparator_shapes_valid_and_squash() -> None:
     psi = VideoComparator().double()
     raw, out_valid = psi(torch.rand(4, 28, 13, dtype=torch.float64), torch.ones(4, 28, 13, dtype=torch.bool))
-    assert raw.shape == (4, 7, 4) and out_valid.shape == (4, 7, 4)
+    assert raw.shape == (4, 7, 3) and out_valid.shape == (4, 7, 3)  # floor mode, as the released ψ
     # padded cells never matter: a padded matrix gives the cropped matrix's output on its valid cells
-    sim, valid = torch.rand(1, 9, 9, dtype=torch.float64), torch.zeros(1, 9, 9, dtype=torch.bool)
-    valid[:, :5, :6] = True
-    torch.testing.assert_close(psi(sim, valid)[0][:, :2, :2], psi(sim[:, :5, :6])[0])
+    sim, valid = torch.rand(1, 13, 13, dtype=torch.float64), torch.zeros(1, 13, 13, dtype=torch.bool)
+    valid[:, :9, :7] = True
+    torch.testing.assert_close(psi(sim, valid)[0][:, :2, :1], psi(sim[:, :9, :7])[0])
+    assert not psi(sim, valid)[1][:, 2:].any() and not psi(sim, valid)[1][:, :, 1:].any()
+    with pytest.raises(ValueError, match="at least 4"):
+        psi(sim[:, :3])
     assert pool_valid_ok(valid, psi(sim, valid)[1])
     x = torch.linspace(-3, 3, 13, dtype=torch.float64)
     torch.testing.assert_close(squash(x), x.clamp(-1, 1) / 2 + 0.5)
@@ -137,16 +140,16 @@ def test_comparator_shapes_valid_and_squash() -> None:
 
 
 def pool_valid_ok(valid: torch.Tensor, pooled: torch.Tensor) -> bool:
-    """A pooled cell is valid iff one of the input cells it covers (4×4 block) is valid."""
+    """A pooled cell is valid iff every input cell it covers (4×4 block) is valid (floor-mode pooling)."""
     for i in range(pooled.shape[1]):
         for j in range(pooled.shape[2]):
-            if pooled[0, i, j].item() != valid[0, 4 * i:4 * i + 4, 4 * j:4 * j + 4].any().item():
+            if pooled[0, i, j].item() != valid[0, 4 * i:4 * i + 4, 4 * j:4 * j + 4].all().item():
                 return False
     return True
 
 
 def make_videos(n: int = 5, t_max: int = 10, r: int = 4, d: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
-    lengths = torch.randint(3, t_max + 1, (n,))
+    lengths = torch.randint(4, t_max + 1, (n,))  # ψ floors twice: at least 4 frames
     lengths[0] = t_max
     return pad_videos([unit(int(length), r, d, dtype=torch.float32) for length in lengths])
 

@@ -70,7 +70,7 @@ def reduce_topk_chamfer(sim: Tensor, k: float, valid: Tensor | None = None) -> T
         rows = sim.amax(dim=-1) if top == 1 else sim.topk(top, dim=-1).values.mean(dim=-1)
         return rows.mean(dim=-1)
     n_valid = valid.sum(dim=-1)
-    top = torch.round(k * n_valid).clamp_min(1).long()
+    top = torch.round(n_valid.double() * k).clamp_min(1).long()  # float64 like Python's round(n * k)
     filled = sim.masked_fill(~valid, float("-inf"))
     k_max = int(top.max()) if top.numel() else 1
     if k_max == 1:

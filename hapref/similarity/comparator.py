@@ -15,13 +15,25 @@ from hapref.validation import check_float_tensor, renamed_keywords
 
 
 class VideoComparator(nn.Module):
-    """ψ of HAP-VR Eq. 4 / ViSiL: ``[B, Tq, Tt]`` similarities -> raw scores ``[B, ⌈Tq/4⌉, ⌈Tt/4⌉]``.
+    """ψ of HAP-VR Eq. 4 / ViSiL: ``[B, Tq, Tt]`` similarities -> raw scores ``[B, ⌊Tq/4⌋, ⌊Tt/4⌋]``.
 
     conv3×3(1→32) → ReLU → maxpool 2 → conv3×3(32→64) → ReLU → maxpool 2 → conv3×3(64→128) → ReLU
-    → conv1×1(128→1), zero padding, Xavier-uniform weights and zero biases (the released HAP-VR code, https://github.com/yafeng19/HAP-VR).
-    Pooling uses ``ceil_mode`` so that any length ≥ 1 works (the reference floors odd sizes).
-    The output is *raw*: regularise it with :func:`similarity_regularization`, then map it to
-    [0, 1] with :func:`squash`. Padded cells (``valid`` False) are zeroed on the way in.
+    → conv1×1(128→1), zero padding, Xavier-uniform weights and zero biases (the released HAP-VR code,
+    https://github.com/yafeng19/HAP-VR, and S2VS, https://github.com/gkordo/s2vs).
+    Pooling floors as the released network does: an odd last row or column is dropped, so a matrix
+    needs at least 4 frames on each side (the released loaders tile shorter videos, see
+    :func:`hapref.evaluation.similarities`). Padded cells (``valid`` False) are zeroed on the way in
+    and after every layer, and a pooled cell is valid only when all four cells it covers are, so a
+    padded pair's valid output equals the same pair computed alone, whatever its padding.
+    The output is *raw*: regularise it with :func:`similarity_regularization`, then map it with
+    :func:`squash` (training, [0, 1]) or :func:`torch.nn.functional.hardtanh` (released evaluation, [−1, 1]).
+
+    Examples:
+        >>> import torch
+        >>> psi = VideoComparator()
+        >>> raw, valid = psi(torch.rand(2, 9, 13), torch.ones(2, 9, 13, dtype=torch.bool))
+        >>> tuple(raw.shape), tuple(valid.shape)
+        ((2, 2, 3), (2, 2, 3))
     """
 
     def __init__(self) -> None:
@@ -36,12 +48,15 @@ class VideoComparator(nn.Module):
 
     @renamed_keywords(mask="valid")
     def forward(self, sim: Tensor, valid: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """Raw ψ output and its valid cells (None without input ``valid``).
+        """Raw ψ output ``[B, ⌊Tq/4⌋, ⌊Tt/4⌋]`` and its valid cells (None without input ``valid``).
 
-        Padded cells are zeroed at the input and after every convolution (at each resolution), so
-        a pair's score does not depend on how much padding its batch carries.
+        Padded cells are zeroed at the input and after every layer (at each resolution), so a
+        pair's score does not depend on how much padding its batch carries.
         """
         check_float_tensor(sim, "sim", ndim=3)
+        if min(sim.shape[-2:]) < 4:
+            raise ValueError(f"sim must be at least 4 × 4 (ψ pools twice, flooring), got {tuple(sim.shape)}; "
+                             "tile shorter videos as the released loaders do")
         m = None if valid is None else valid.to(device=sim.device, dtype=torch.bool).expand_as(sim).unsqueeze(1)
 
         def keep(x: Tensor) -> Tensor:
@@ -49,15 +64,24 @@ class VideoComparator(nn.Module):
 
         x = keep(sim.unsqueeze(1))
         for conv in (self.conv1, self.conv2):
-            x = F.max_pool2d(F.relu(keep(conv(x))), 2, ceil_mode=True)
-            if m is not None:
-                m = F.max_pool2d(m.float(), 2, ceil_mode=True) > 0
+            x = F.max_pool2d(F.relu(keep(conv(x))), 2)
+            if m is not None:  # a pooled cell is valid when its whole 2×2 block is (floor-mode semantics)
+                m = -F.max_pool2d(-m.float(), 2) > 0
+            x = keep(x)
         x = keep(self.fconv(F.relu(keep(self.conv3(x))))).squeeze(1)
         return x, None if m is None else m.squeeze(1)
 
 
 def squash(raw: Tensor) -> Tensor:
-    """Map ψ's raw output to [0, 1]: ``hardtanh(x) / 2 + 0.5`` (ViSiL / S2VS / HAP-VR)."""
+    """Map ψ's raw output to [0, 1]: ``hardtanh(x) / 2 + 0.5`` (HAP-VR Eq. 4; the released training forward).
+
+    The released evaluation keeps ``hardtanh(x)`` in [−1, 1] instead; both give the same ranking.
+
+    Examples:
+        >>> import torch
+        >>> squash(torch.tensor([-3.0, 0.0, 0.5, 2.0])).tolist()
+        [0.0, 0.5, 0.75, 1.0]
+    """
     return F.hardtanh(raw) / 2 + 0.5
 
 

@@ -154,14 +154,37 @@ class VideoSimilarityNetwork(nn.Module):
     ``comparator=False`` skips ψ (plain two-level TopK-Chamfer, no parameters).
     ``chunk_size`` bounds how many video pairs' region tensors exist at once; under autograd each
     chunk is recomputed in backward (activation checkpointing) so training memory stays bounded too.
+
+    ψ pools in floor mode like the released networks, so every video needs at least ``min_len`` = 4
+    frames (4 for S2VS, 8 for HAP-VR's released loader; :func:`hapref.evaluation.similarities` tiles
+    shorter videos as the released loaders do; in a padded batch a shorter video scores 0).
+    ``signed_scores`` picks the range of :meth:`score`: False (default) maps ψ's output with
+    ``hardtanh / 2 + 0.5`` into [0, 1], the training range of every loss here; True keeps
+    ``hardtanh`` in [−1, 1] as the released evaluation does (``2·s − 1`` of the former: same ranking).
+    :func:`hapref.models.load_released_network` sets it to True. ``forward`` always uses [0, 1].
+
+    Examples:
+        >>> import torch
+        >>> net = VideoSimilarityNetwork(dims=8, attention=True)
+        >>> videos = torch.nn.functional.normalize(torch.randn(3, 6, 4, 8), dim=-1)
+        >>> sim, frame_sims, reg = net(videos)
+        >>> tuple(sim.shape), tuple(frame_sims.shape), bool(((sim >= 0) & (sim <= 1)).all())
+        ((3, 3), (3, 3, 6, 6), True)
+        >>> net.signed_scores = True
+        >>> torch.allclose(net.score(videos, videos), 2 * sim.detach() - 1, atol=1e-6)
+        True
     """
 
     def __init__(self, dims: int | None = None, spatial_k: float = 0.1, temporal_k: float = 0.03,
-                 attention: bool = False, comparator: bool = True, chunk_size: int = 256) -> None:
+                 attention: bool = False, comparator: bool = True, chunk_size: int = 256,
+                 signed_scores: bool = False, min_len: int = 4) -> None:
         super().__init__()
         if attention and dims is None:
             raise ValueError("dims must be given when attention=True")
+        if min_len < (4 if comparator else 1):
+            raise ValueError(f"min_len must be >= 4 with ψ (it pools twice) and >= 1 without, got {min_len}")
         self.spatial_k, self.temporal_k, self.chunk_size = spatial_k, temporal_k, chunk_size
+        self.signed_scores, self.min_len = signed_scores, min_len
         self.attention = RegionAttention(dims) if attention else None
         self.comparator = VideoComparator() if comparator else None
 
@@ -190,7 +213,8 @@ class VideoSimilarityNetwork(nn.Module):
         check_float_tensor(frame_sims, "frame_sims", ndim=None)
         return self._video_similarity(frame_sims, valid)
 
-    def _video_similarity(self, frame_sims: Tensor, valid: Tensor | None) -> tuple[Tensor, Tensor]:
+    def _video_similarity(self, frame_sims: Tensor, valid: Tensor | None,
+                          signed: bool = False) -> tuple[Tensor, Tensor]:
         if valid is not None:
             valid = valid.expand_as(frame_sims)
         if self.comparator is None:
@@ -199,7 +223,7 @@ class VideoSimilarityNetwork(nn.Module):
         flat = frame_sims.reshape(-1, *frame_sims.shape[-2:])
         flat_valid = None if valid is None else valid.reshape(flat.shape)
         raw, out_valid = self.comparator(flat, flat_valid)
-        sim = reduce_topk_chamfer(squash(raw), self.temporal_k, out_valid)
+        sim = reduce_topk_chamfer(F.hardtanh(raw) if signed else squash(raw), self.temporal_k, out_valid)
         return sim.view(lead), similarity_regularization(raw, out_valid)
 
     @renamed_keywords(mask="valid")
@@ -213,7 +237,11 @@ class VideoSimilarityNetwork(nn.Module):
     @renamed_keywords(query_mask="query_valid", database_mask="database_valid")
     def score(self, queries: Tensor, database: Tensor, query_valid: Tensor | None = None,
               database_valid: Tensor | None = None, chunk_size: int | None = None) -> Tensor:
-        """Query × database video similarities ``[Q, B]``, at most ``chunk_size`` pairs at a time."""
+        """Query × database video similarities ``[Q, B]`` of padded batches, at most ``chunk_size`` pairs at a time.
+
+        Range [0, 1], or [−1, 1] with ``signed_scores``. For large databases of videos of mixed lengths
+        prefer :func:`hapref.evaluation.similarities`, which never pads to the longest video.
+        """
         q, b = self.index(queries), self.index(database)
         if q.shape[-1] != b.shape[-1]:
             raise ValueError(f"queries and database must share D, got {q.shape[-1]} and {b.shape[-1]}")
@@ -221,7 +249,7 @@ class VideoSimilarityNetwork(nn.Module):
         def block(qb: Tensor, bb: Tensor, qm: Tensor | None, bm: Tensor | None) -> Tensor:
             f2f = _frame_to_frame(qb, bb, self.spatial_k, qm, bm)
             return self._video_similarity(f2f, pair_valid(None if qm is None else qm[:, None, :],
-                                                        None if bm is None else bm[None]))[0]
+                                                        None if bm is None else bm[None]), self.signed_scores)[0]
 
         return _chunked(block, q, b, query_valid, database_valid, chunk_size or self.chunk_size)
 
