@@ -32,9 +32,12 @@ test: $(STAMP)
 	$(PY) -m pytest tests book --nbval --nbval-current-env \
 	    --nbval-sanitize-with book/nbval-sanitize.cfg -p no:cacheprovider || [ $$? -eq 5 ]
 	mkdir -p _build
-	sed 's/^\(\s*execute_notebooks:\).*/\1 "off"/' _config.yml > _build/_config.stored.yml
+	sed -e 's/^\(\s*execute_notebooks:\).*/\1 "off"/' \
+	    -e 's#^\(\s*hapref_offline:\) book/_ext#\1 $(CURDIR)/book/_ext#' _config.yml > _build/_config.stored.yml
 	$(JB) build . $(JBFLAGS) --config _build/_config.stored.yml
 	@echo "Book (stored outputs): file://$(CURDIR)/_build/html/index.html"
+	# Every page of that build opened in headless Chromium (skips where no Chromium is installed).
+	$(PY) -m pytest tests/browser -p no:cacheprovider
 
 # Re-executes chapters in place, each against its own cold data cache, to refresh the stored outputs that
 # `make test` checks: `make outputs` or `make outputs CHAPTERS=book/03_comparing_videos.ipynb`.
