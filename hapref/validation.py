@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import TypeVar
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -46,11 +47,46 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
     return decorate
 
 
+def as_tensor(x: object) -> object:
+    """``x`` as a tensor when it is a NumPy array (sharing its memory), otherwise ``x`` unchanged.
+
+    Lets metrics and losses take NumPy arrays; anything else is left for the checks to refuse.
+
+    Examples:
+        >>> import numpy as np
+        >>> as_tensor(np.array([0.5, 0.25]))
+        tensor([0.5000, 0.2500], dtype=torch.float64)
+        >>> as_tensor([1, 2])
+        [1, 2]
+    """
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(x))
+    return x
+
+
 def check_float_tensor(x: object, name: str, ndim: int | tuple[int, ...] | None = None,
-                       allow_nan: bool = False) -> Tensor:
-    """Return ``x`` if it is a floating tensor of the given rank(s) without NaN, else raise ValueError."""
+                       allow_nan: bool = False, finite: bool = False) -> Tensor:
+    """Return ``x`` if it is a floating tensor of the given rank(s) without NaN, else raise.
+
+    A NumPy array is converted to a tensor first (so use the returned value). ``finite`` also refuses
+    ±inf (losses, whose value and gradient would be NaN). Not a tensor -> ``TypeError``; wrong dtype,
+    rank, NaN or inf -> ``ValueError``; the message names the argument and the expected form.
+
+    Examples:
+        >>> check_float_tensor(torch.zeros(2, 3), "scores", ndim=2).shape
+        torch.Size([2, 3])
+        >>> check_float_tensor(torch.zeros(3), "scores", ndim=2)
+        Traceback (most recent call last):
+        ...
+        ValueError: scores must have 2 dimension(s), got shape (3,)
+        >>> check_float_tensor(torch.tensor([1.0, float("inf")]), "scores", finite=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: scores must be finite (got ±inf)
+    """
+    x = as_tensor(x)
     if not isinstance(x, Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        raise TypeError(f"{name} must be a torch.Tensor or a NumPy array, got {type(x).__name__}")
     if not x.is_floating_point():
         raise ValueError(f"{name} must have a floating dtype (float16/32/64), got {x.dtype}")
     if ndim is not None:
@@ -60,13 +96,25 @@ def check_float_tensor(x: object, name: str, ndim: int | tuple[int, ...] | None 
                              f"got shape {tuple(x.shape)}")
     if not allow_nan and torch.isnan(x).any():
         raise ValueError(f"{name} contains NaN")
+    if finite and torch.isinf(x).any():
+        raise ValueError(f"{name} must be finite (got ±inf)")
     return x
 
 
 def check_binary(x: object, name: str, shape: torch.Size) -> Tensor:
-    """Return ``x`` as a bool tensor of ``shape``; it may be bool or hold only 0/1 values."""
+    """Return ``x`` as a bool tensor of ``shape``; it may be bool or hold only 0/1 values (tensor or NumPy array).
+
+    Examples:
+        >>> check_binary(torch.tensor([0, 1, 1]), "relevance", torch.Size([3]))
+        tensor([False,  True,  True])
+        >>> check_binary(torch.tensor([0, 2]), "relevance", torch.Size([2]))
+        Traceback (most recent call last):
+        ...
+        ValueError: relevance must be boolean or hold only 0/1 values (dtype torch.int64)
+    """
+    x = as_tensor(x)
     if not isinstance(x, Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        raise TypeError(f"{name} must be a torch.Tensor or a NumPy array, got {type(x).__name__}")
     if x.shape != shape:
         raise ValueError(f"{name} must have shape {tuple(shape)} (that of the scores), got {tuple(x.shape)}")
     if x.dtype == torch.bool:
@@ -77,13 +125,19 @@ def check_binary(x: object, name: str, shape: torch.Size) -> Tensor:
 
 
 def check_scores_relevance(scores: object, relevance: object, ignore: object = None, ndim: int = 2,
-                           ) -> tuple[Tensor, Tensor, Tensor | None]:
+                           finite: bool = False) -> tuple[Tensor, Tensor, Tensor | None]:
     """Validate a (scores, relevance[, ignore]) triple of equal shape with ``ndim`` dimensions.
 
-    Returns the scores unchanged, relevance as bool and ignore as bool (or None). ``ignore`` marks
-    entries to ignore (True = ignored).
+    Returns the scores (a tensor; NumPy arrays are converted), relevance as bool and ignore as bool
+    (or None). ``ignore`` marks entries to ignore (True = ignored); ``finite`` refuses ±inf scores.
+
+    Examples:
+        >>> import numpy as np
+        >>> s, r, i = check_scores_relevance(np.array([[0.9, 0.1]]), np.array([[1, 0]]))
+        >>> s.dtype, r
+        (torch.float64, tensor([[ True, False]]))
     """
-    scores = check_float_tensor(scores, "scores", ndim)
+    scores = check_float_tensor(scores, "scores", ndim, finite=finite)
     relevance = check_binary(relevance, "relevance", scores.shape).to(scores.device)
     if ignore is not None:
         ignore = check_binary(ignore, "ignore", scores.shape).to(scores.device)

@@ -8,6 +8,7 @@ from hapref.losses.sshn import SSHN
 
 # AP losses and the baselines of HAP-VR Table 2
 from hapref.losses._base import RankingLoss
+from hapref.losses.embeddings import EmbeddingLoss, embedding_batch
 from hapref.losses.blackbox_ap import BlackBoxAP, blackbox_ranks, descending_ranks
 from hapref.losses.histogram_ap import FastAP, ListwiseAP, histogram_ap
 from hapref.losses.pair_losses import Circle, Contrastive, Triplet
@@ -24,6 +25,8 @@ __all__ = [
     "Circle",
     "Contrastive",
     "descending_ranks",
+    "embedding_batch",
+    "EmbeddingLoss",
     "FastAP",
     "frame_level_ap_loss",
     "frame_pseudo_labels",

@@ -8,17 +8,21 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
+from hapref.losses.embeddings import EmbeddingLoss
 from hapref.validation import check_scores_relevance, renamed_keywords
 
 
-class RankingLoss(nn.Module, ABC):
+class RankingLoss(EmbeddingLoss, nn.Module, ABC):
     """Base of the losses called as ``loss(scores[Q, M], relevance[Q, M], ignore=None) -> scalar``.
 
     Row q ranks M candidates; ``relevance`` is boolean; ``ignore`` (True = leave out) removes entries
     from the ranking entirely, e.g. the self-pair on the diagonal of a batch's N×N matrix.
     Subclasses implement :meth:`per_query`; the loss is its mean over the queries that have a
     positive (HAP-VR Eq. 12); a batch without any positive returns a zero still attached to the graph.
-    Half-precision scores are computed in float32 and the result is cast back.
+    Half-precision scores are computed in float32 and the loss is returned in float32 (its value may
+    not fit in float16). ``loss.on_embeddings(embeddings [N, D], labels [N])`` scores a labelled batch
+    by cosine similarity, each query's self-pair ignored (:func:`hapref.losses.embedding_batch`).
+    Scores must be finite: ±inf would make the value or the gradient NaN.
     """
 
     #: True when a query row costs O(|P|·M) memory (positives × candidates); such losses are
@@ -37,18 +41,36 @@ class RankingLoss(nn.Module, ABC):
 
     @renamed_keywords(mask="ignore")
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
-        scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore)
-        out_dtype = scores.dtype
+        """The mean per-query loss (HAP-VR Eq. 12) of a score matrix.
+
+        Args:
+            scores: ``[Q, M]`` finite float scores (float16/bfloat16/float32/float64; NumPy arrays accepted).
+            relevance: ``[Q, M]`` bool (or 0/1) labels, True = relevant to the query.
+            ignore: optional ``[Q, M]`` bool, True = leave the entry out (e.g. ``torch.eye(N, dtype=bool)``
+                on a batch's N×N matrix).
+
+        Returns:
+            0-d tensor in the scores' dtype (float32 for half-precision scores), attached to the graph.
+
+        Examples:
+            >>> from hapref.losses import SmoothAP
+            >>> scores = torch.tensor([[0.9, 0.8, 0.1], [0.2, 0.7, 0.6]])
+            >>> relevance = torch.tensor([[True, False, True], [False, True, False]])
+            >>> loss = SmoothAP(tau=0.01)(scores, relevance)  # AP 5/6 and 1: loss ≈ (1/6 + 0) / 2
+            >>> round(loss.item(), 3)
+            0.083
+        """
+        scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, finite=True)
         if scores.dtype in (torch.float16, torch.bfloat16):
             scores = scores.float()
         valid = torch.ones_like(relevance) if ignore is None else ~ignore
         positive, negative = relevance & valid, ~relevance & valid
         has_positive = positive.any(dim=1)
         if not has_positive.any():
-            return scores[:0, :0].sum().to(out_dtype)  # zero, still on the graph
+            return scores[:0, :0].sum()  # zero, still on the graph
         if not has_positive.all():
             scores, positive, negative = scores[has_positive], positive[has_positive], negative[has_positive]
-        return self._chunked(scores, positive, negative).mean().to(out_dtype)
+        return self._chunked(scores, positive, negative).mean()
 
     def _chunked(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         """Per-query losses, in row chunks (recomputed in backward) when O(Q·|P|·M) exceeds the bound."""

@@ -6,7 +6,6 @@ Codes are ``[N, K]`` tensors; binary codes hold ±1 (straight-through during tra
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +21,12 @@ __all__ = ["LOSS_WEIGHTS", "AutoSSVHWeights", "autossvh_loss", "component_vote",
 
 @dataclass(frozen=True)
 class AutoSSVHWeights:
-    """α (view contrast) and β (P2Set) of AutoSSVH Eq. 17, with the contrast temperatures."""
+    """α (view contrast) and β (P2Set) of AutoSSVH Eq. 17, with the contrast temperatures.
+
+    Examples:
+        >>> AutoSSVHWeights(alpha=0.2, beta=0.01)
+        AutoSSVHWeights(alpha=0.2, beta=0.01, tau=0.5, tau_plus=0.1)
+    """
 
     alpha: float = 1.0
     beta: float = 0.2
@@ -42,25 +46,38 @@ LOSS_WEIGHTS: dict[str, AutoSSVHWeights] = {
 def frame_reconstruction(pred: Tensor, target: Tensor, per_dim: bool = True) -> Tensor:
     """FR loss (AutoSSVH Eq. 13): mean over videos and dropped frames of ``||v - v̂||²``.
 
-    ``per_dim=True`` also divides by the feature size D (the released ``MSELoss``), keeping the term
-    of order 1 whatever D is; ``False`` is the literal Eq. 13. Empty (no dropped frame) -> 0.
+    ``pred`` and ``target`` are ``[N, T_drop, D]`` float features. ``per_dim=True`` also divides by the
+    feature size D (the released ``MSELoss``), keeping the term of order 1 whatever D is; ``False`` is
+    the literal Eq. 13. Empty (no dropped frame) -> 0. Half precision is computed (and returned) in float32.
+
+    Examples:
+        >>> pred, target = torch.zeros(1, 2, 4), torch.ones(1, 2, 4)
+        >>> frame_reconstruction(pred, target), frame_reconstruction(pred, target, per_dim=False)
+        (tensor(1.), tensor(4.))
     """
-    pred = check_float_tensor(pred, "pred", 3)
+    pred = _promote(check_float_tensor(pred, "pred", 3, finite=True))
+    target = check_float_tensor(target, "target", None, finite=True)
     if target.shape != pred.shape:
         raise ValueError(f"target must have the shape of pred {tuple(pred.shape)}, got {tuple(target.shape)}")
     if pred.numel() == 0:
         return pred.sum()
-    sq = (pred - target).square()
+    sq = (pred - target.to(pred.dtype)).square()
     return sq.mean() if per_dim else sq.sum(-1).mean()
 
 
+def _promote(x: Tensor) -> Tensor:
+    """float16/bfloat16 -> float32 (normalisation epsilons and exponentials need its range)."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
 def _pair_similarity(b1: Tensor, b2: Tensor, tau: float) -> tuple[Tensor, Tensor]:
-    b1 = check_float_tensor(b1, "b1", 2)
+    b1 = _promote(check_float_tensor(b1, "b1", 2, finite=True))
+    b2 = _promote(check_float_tensor(b2, "b2", None, finite=True))
     if b2.shape != b1.shape:
         raise ValueError(f"b2 must have the shape of b1 {tuple(b1.shape)}, got {tuple(b2.shape)}")
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
-    z = F.normalize(torch.cat([b1, b2]), dim=-1)
+    z = F.normalize(torch.cat([b1, b2.to(b1.dtype)]), dim=-1)
     n = b1.shape[0]
     partner = torch.cat([torch.arange(n, 2 * n), torch.arange(n)]).to(b1.device)
     return z @ z.T / tau, partner
@@ -70,7 +87,13 @@ def view_contrast(b1: Tensor, b2: Tensor, tau: float = 0.5) -> Tensor:
     """VC loss, the paper's InfoNCE form (AutoSSVH Eq. 14–15) on the codes of two views [N, K].
 
     Each of the 2N codes has its other view as positive and the 2N − 2 remaining codes as
-    negatives; similarity is the cosine over τ. Fewer than 2 videos -> 0.
+    negatives; similarity is the cosine over τ. Fewer than 2 videos -> 0. Codes are ``[N, K]`` floats;
+    half precision is computed (and returned) in float32.
+
+    Examples:
+        >>> b = torch.tensor([[1.0, 1.0], [1.0, -1.0]])
+        >>> round(view_contrast(b, b, tau=0.5).item(), 4)  # each code: log(1 + 2 e^-2)
+        0.2395
     """
     logits, partner = _pair_similarity(b1, b2, tau)
     if b1.shape[0] < 2:
@@ -84,6 +107,13 @@ def dcl_loss(b1: Tensor, b2: Tensor, tau: float = 0.5, tau_plus: float = 0.1) ->
 
     ``Ng = max((Σ_neg e^{s} − τ⁺·n·e^{s⁺}) / (1 − τ⁺), n·e^{−1/τ})`` with n = 2N − 2 negatives and
     ``L = mean(−log(e^{s⁺} / (e^{s⁺} + Ng)))``; τ⁺ = 0 gives back :func:`view_contrast`.
+    Computed in log space (log-sum-exp, shifted by the row's largest logit), so small τ and half
+    precision neither overflow nor underflow; half-precision codes give a float32 loss.
+
+    Examples:
+        >>> b = torch.tensor([[1.0, 1.0], [1.0, -1.0]])
+        >>> dcl_loss(b, b, tau=0.5, tau_plus=0.0).item() == view_contrast(b, b, tau=0.5).item()
+        True
     """
     if not 0 <= tau_plus < 1:
         raise ValueError(f"tau_plus must lie in [0, 1), got {tau_plus}")
@@ -96,9 +126,13 @@ def dcl_loss(b1: Tensor, b2: Tensor, tau: float = 0.5, tau_plus: float = 0.1) ->
     negative = torch.ones_like(logits, dtype=torch.bool)
     negative[rows, rows] = False
     negative[rows, partner] = False
-    neg = logits.masked_fill(~negative, float("-inf")).exp().sum(-1)
-    ng = ((neg - tau_plus * n * pos.exp()) / (1 - tau_plus)).clamp_min(n * math.exp(-1 / tau))
-    return (torch.log(pos.exp() + ng) - pos).mean()
+    # Everything relative to the row's shift c = max logit: e^{x} = e^{c} e^{x - c}.
+    shift = logits.detach().amax(-1)
+    neg = (logits - shift[:, None]).masked_fill(~negative, float("-inf")).exp().sum(-1)
+    pos_e = (pos - shift).exp()
+    floor = n * torch.exp(-1 / tau - shift)
+    ng = torch.maximum((neg - tau_plus * n * pos_e) / (1 - tau_plus), floor)
+    return (torch.log(pos_e + ng) - (pos - shift)).mean()
 
 
 def component_vote(codes: Tensor, labels: Tensor, num_clusters: int | None = None) -> Tensor:
@@ -112,8 +146,16 @@ def component_vote(codes: Tensor, labels: Tensor, num_clusters: int | None = Non
     Returns:
         [C, K] centres in {±1}. The vote minimises the summed Hamming distance to the members
         (Eq. 24–37): each bit is chosen independently and the majority value costs least.
+
+    Examples:
+        >>> codes = torch.tensor([[1.0, -1.0], [1.0, 1.0], [-1.0, -1.0], [-1.0, -1.0]])
+        >>> component_vote(codes, torch.tensor([0, 0, 0, 1]))
+        tensor([[ 1., -1.],
+                [-1., -1.]])
     """
     codes = check_float_tensor(codes, "codes", 2)
+    if not isinstance(labels, Tensor):
+        raise TypeError(f"labels must be a torch.Tensor of [N] cluster ids, got {type(labels).__name__}")
     if labels.shape != codes.shape[:1] or labels.dtype in (torch.bool,) or labels.is_floating_point():
         raise ValueError(f"labels must be [N={codes.shape[0]}] integer cluster ids, got {labels.dtype} "
                          f"{tuple(labels.shape)}")
@@ -127,7 +169,15 @@ def component_vote(codes: Tensor, labels: Tensor, num_clusters: int | None = Non
 
 
 def kmeans_clusters(codes: Tensor, num_clusters: int, seed: int = 0) -> Tensor:
-    """k-means cluster ids [N] of codes [N, K] (scikit-learn, deterministic in ``seed``), the pseudo labels of P2Set."""
+    """k-means cluster ids [N] (int64) of codes [N, K] (scikit-learn, deterministic in ``seed``), the pseudo labels
+    of P2Set (AutoSSVH Eq. 10).
+
+    Examples:
+        >>> codes = torch.tensor([[1.0, 1.0], [1.0, 0.9], [-1.0, -1.0], [-0.9, -1.0]])
+        >>> ids = kmeans_clusters(codes, 2)
+        >>> bool(ids[0] == ids[1]) and bool(ids[2] == ids[3]) and bool(ids[0] != ids[2])
+        True
+    """
     from sklearn.cluster import KMeans
 
     codes = check_float_tensor(codes, "codes", 2)
@@ -146,15 +196,28 @@ def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, tau: float = 0.
 
     Args:
         codes: [N, K] (straight-through binary) codes.
-        assigned: [N] cluster ids of the codes.
+        assigned: [N] integer cluster ids of the codes, each in ``[0, C)``.
         centres: [C, K] voted centres.
+
+    Returns:
+        0-d tensor (float32 for half-precision codes).
+
+    Examples:
+        >>> codes = torch.tensor([[1.0, 1.0], [-1.0, -1.0]])
+        >>> round(p2set_loss(codes, torch.tensor([0, 1]), codes, tau=0.2).item(), 6)  # log(1 + e^-10)
+        4.5e-05
     """
-    codes = check_float_tensor(codes, "codes", 2)
-    centres = check_float_tensor(centres, "centres", 2)
+    codes = _promote(check_float_tensor(codes, "codes", 2, finite=True))
+    centres = check_float_tensor(centres, "centres", 2, finite=True)
     if centres.shape[1] != codes.shape[1]:
         raise ValueError(f"centres must be [C, K={codes.shape[1]}], got {tuple(centres.shape)}")
-    if assigned.shape != codes.shape[:1]:
-        raise ValueError(f"assigned must be [N={codes.shape[0]}] cluster ids, got {tuple(assigned.shape)}")
+    if not isinstance(assigned, Tensor) or assigned.shape != codes.shape[:1] or assigned.is_floating_point() \
+            or assigned.dtype == torch.bool:
+        raise ValueError(f"assigned must be [N={codes.shape[0]}] integer cluster ids, got "
+                         f"{tuple(assigned.shape) if isinstance(assigned, Tensor) else type(assigned).__name__}")
+    if len(assigned) and (assigned.min() < 0 or assigned.max() >= centres.shape[0]):
+        raise ValueError(f"assigned must hold cluster ids in [0, C={centres.shape[0]}), got values in "
+                         f"[{int(assigned.min())}, {int(assigned.max())}]")
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     if codes.shape[0] == 0:
@@ -164,5 +227,10 @@ def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, tau: float = 0.
 
 
 def autossvh_loss(fr: Tensor, vc: Tensor, p2set: Tensor, weights: AutoSSVHWeights) -> Tensor:
-    """``L = L_FR + α·L_VC + β·L_P2Set`` (AutoSSVH Eq. 17)."""
+    """``L = L_FR + α·L_VC + β·L_P2Set`` (AutoSSVH Eq. 17) from the three 0-d loss terms.
+
+    Examples:
+        >>> autossvh_loss(torch.tensor(1.0), torch.tensor(2.0), torch.tensor(5.0), LOSS_WEIGHTS["ucf101"])
+        tensor(4.)
+    """
     return fr + weights.alpha * vc + weights.beta * p2set

@@ -64,6 +64,11 @@ class HAPVRObjective(nn.Module):
                  weights: HAPVRWeights | str = "released", temperature: float = 0.03, sshn_eps: float = 1e-3,
                  top_rate: float = 0.35, bottom_rate: float = 0.35) -> None:
         super().__init__()
+        if isinstance(weights, str) and weights not in WEIGHT_PRESETS:
+            raise ValueError(f"weights must be one of {sorted(WEIGHT_PRESETS)} or an HAPVRWeights, got {weights!r}")
+        if not isinstance(weights, (str, HAPVRWeights)):
+            raise TypeError(f"weights must be a preset name {sorted(WEIGHT_PRESETS)} or an HAPVRWeights, "
+                            f"got {type(weights).__name__}")
         self.weights = WEIGHT_PRESETS[weights] if isinstance(weights, str) else weights
         self.video_loss, self.frame_loss = video_loss, frame_loss
         self.infonce, self.sshn = InfoNCE(temperature), SSHN(sshn_eps)

@@ -7,6 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from hapref.losses.embeddings import EmbeddingLoss
 from hapref.validation import check_scores_relevance, renamed_keywords
 
 
@@ -17,7 +18,7 @@ def _promote(scores: Tensor) -> Tensor:
 
 def _square(scores: Tensor, relevance: Tensor, ignore: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
     """Validate an N×N batch matrix; return scores, relevance and the ignore flags with the diagonal added."""
-    scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore)
+    scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, finite=True)
     n, m = scores.shape
     if n != m:
         raise ValueError(f"scores must be a square N×N batch similarity matrix, got shape {(n, m)}")
@@ -25,13 +26,23 @@ def _square(scores: Tensor, relevance: Tensor, ignore: Tensor | None) -> tuple[T
     return scores, relevance, eye if ignore is None else ignore | eye
 
 
-class InfoNCE(nn.Module):
+class InfoNCE(EmbeddingLoss, nn.Module):
     """InfoNCE over video similarities (HAP-VR Eq. 15, L_base; S2VS form).
 
     For query i and every positive j ≠ i:
     ``−log e^{s_ij/τ} / (e^{s_ij/τ} + Σ_{k∈N_i} e^{s_ik/τ} + 10⁻⁶)``; other positives stay out of the
     denominator. The per-query mean over positives is averaged over queries that have one (0 if none).
     Computed with log-sum-exp, so τ = 0.03 does not overflow.
+
+    Examples:
+        >>> scores = torch.tensor([[1.0, 0.9, 0.1], [0.9, 1.0, 0.2], [0.1, 0.2, 1.0]])
+        >>> relevance = torch.tensor([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+        >>> loss = InfoNCE(temperature=0.1)(scores, relevance)  # mean of log(1 + e^-8) and log(1 + e^-7)
+        >>> round(loss.item(), 6)
+        0.000624
+        >>> _ = torch.manual_seed(0)
+        >>> InfoNCE().on_embeddings(torch.randn(6, 4), torch.tensor([0, 0, 1, 1, 2, 2])).shape
+        torch.Size([])
     """
 
     def __init__(self, temperature: float = 0.03, eps: float = 1e-6) -> None:
@@ -42,6 +53,9 @@ class InfoNCE(nn.Module):
 
     @renamed_keywords(mask="ignore")
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
+        """The loss of a batch's ``[N, N]`` finite float similarity matrix, ``[N, N]`` bool relevance and
+        optional ``[N, N]`` bool ``ignore`` (True = left out; the diagonal always is). Returns a 0-d tensor
+        (float32 for half-precision scores)."""
         scores, relevance, ignore = _square(scores, relevance, ignore)
         logits = _promote(scores) / self.temperature
         positive, negative = relevance & ~ignore, ~relevance & ~ignore

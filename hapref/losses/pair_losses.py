@@ -17,11 +17,22 @@ class Contrastive(RankingLoss):
     """Contrastive loss (Hadsell et al. 2006) on similarities, HAP-VR Table 2.
 
     Per query: mean over positives of [m⁺ − s]₊ plus mean over negatives of [s − m⁻]₊. The defaults
-    m⁺ = 1, m⁻ = 0 are pytorch-metric-learning's advice for cosine similarity.
+    m⁺ = 1, m⁻ = 0 are pytorch-metric-learning's advice for cosine similarity; ``pos_margin`` must
+    exceed ``neg_margin``. On class-balanced batches :meth:`on_embeddings` equals
+    pytorch-metric-learning's ``ContrastiveLoss`` with cosine similarity and a ``MeanReducer``
+    (its default ``AvgNonZeroReducer`` averages only the non-zero pair terms).
+
+    Examples:
+        >>> scores = torch.tensor([[0.9, 0.2, 0.4]])
+        >>> relevance = torch.tensor([[True, False, False]])
+        >>> round(Contrastive()(scores, relevance).item(), 4)  # (1 - 0.9) + (0.2 + 0.4) / 2
+        0.4
     """
 
     def __init__(self, pos_margin: float = 1.0, neg_margin: float = 0.0) -> None:
         super().__init__()
+        if not pos_margin > neg_margin:
+            raise ValueError(f"pos_margin must exceed neg_margin, got pos_margin={pos_margin}, neg_margin={neg_margin}")
         self.pos_margin, self.neg_margin = pos_margin, neg_margin
 
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
@@ -36,13 +47,23 @@ class Contrastive(RankingLoss):
 class Triplet(RankingLoss):
     """Triplet loss (Schroff et al. 2015) on similarities: mean over (p, n) of [s_n − s_p + margin]₊.
 
-    A pair-wise baseline of HAP-VR Table 2 (Sun et al., Circle Loss, CVPR 2020).
+    A pair-wise baseline of HAP-VR Table 2 (Sun et al., Circle Loss, CVPR 2020); ``margin`` ≥ 0.
+    On class-balanced batches :meth:`on_embeddings` equals pytorch-metric-learning's
+    ``TripletMarginLoss`` with cosine similarity, all triplets and a ``MeanReducer``.
+
+    Examples:
+        >>> scores = torch.tensor([[0.9, 0.85, 0.1]])
+        >>> relevance = torch.tensor([[True, False, False]])
+        >>> round(Triplet(margin=0.1)(scores, relevance).item(), 4)  # ([0.85 - 0.9 + 0.1]₊ + 0) / 2
+        0.025
     """
 
     pairwise = True
 
     def __init__(self, margin: float = 0.1, max_elements: int = 2**25) -> None:
         super().__init__(max_elements)
+        if margin < 0:
+            raise ValueError(f"margin must be >= 0, got {margin}")
         self.margin = margin
 
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
@@ -60,11 +81,21 @@ class Circle(RankingLoss):
     """Circle loss (Sun et al., CVPR 2020, Eq. 6) per query.
 
     softplus(logsumexp_n γ α_n (s_n − m) + logsumexp_p −γ α_p (s_p − 1 + m)) with detached weights
-    α_p = [1 + m − s_p]₊, α_n = [s_n + m]₊. Defaults m = 0.25, γ = 256 (the Circle paper, TCA).
+    α_p = [1 + m − s_p]₊, α_n = [s_n + m]₊. Defaults m = 0.25, γ = 256 (the Circle paper, TCA);
+    m must lie in [0, 1) and γ be positive. On class-balanced batches :meth:`on_embeddings` equals
+    pytorch-metric-learning's ``CircleLoss`` with the same m and γ.
+
+    Examples:
+        >>> scores = torch.tensor([[0.9, 0.1, 0.0]])
+        >>> relevance = torch.tensor([[True, False, False]])
+        >>> Circle()(scores, relevance).item() < 1e-3  # well separated: almost no loss
+        True
     """
 
     def __init__(self, m: float = 0.25, gamma: float = 256.0) -> None:
         super().__init__()
+        if not 0 <= m < 1 or not gamma > 0:
+            raise ValueError(f"m must lie in [0, 1) and gamma be > 0, got m={m}, gamma={gamma}")
         self.m, self.gamma = m, gamma
 
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:

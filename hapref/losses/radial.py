@@ -3,7 +3,9 @@
 A quadlet ``(q, p, i, n)`` holds a query, a positive (same sub-class), an intermediate (same class,
 other sub-class) and a negative (other class). Every loss takes embedding batches ``[B, D]``, one row
 per tuple, measures squared Euclidean distances ``||a - b||^2`` as the paper defines ``dist``, and
-returns the mean over the batch (``reduction="none"`` gives the per-tuple values).
+returns the mean over the batch (``reduction="none"`` gives the per-tuple values). Half-precision
+embeddings are computed in float32 and the loss is returned in float32 (squared distances of large
+embeddings overflow float16); embeddings must be finite.
 """
 
 from __future__ import annotations
@@ -25,24 +27,45 @@ __all__ = [
 
 
 def squared_distance(a: Tensor, b: Tensor) -> Tensor:
-    """Row-wise ``dist(a, b) = ||a - b||_2^2`` of Radial Eq. 1 (shape ``[B]``)."""
+    """Row-wise ``dist(a, b) = ||a - b||_2^2`` of Radial Eq. 1: ``[..., D]`` embeddings -> ``[...]``.
+
+    Examples:
+        >>> squared_distance(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[3.0, 4.0], [1.0, 1.0]]))
+        tensor([25.,  0.])
+    """
     return (a - b).pow(2).sum(dim=-1)
 
 
 def radial_centroid_and_radius(q: Tensor, p: Tensor, i: Tensor) -> tuple[Tensor, Tensor]:
-    """Centroid ``X_G`` and enclosing radius ``R`` of the triangle (q, p, i), Radial Eq. 8."""
+    """Centroid ``X_G [B, D]`` and enclosing radius ``R [B]`` of the triangles (q, p, i) ``[B, D]`` each, Radial Eq. 8.
+
+    Examples:
+        >>> q, p, i = torch.tensor([[0.0, 0.0]]), torch.tensor([[3.0, 0.0]]), torch.tensor([[0.0, 3.0]])
+        >>> radial_centroid_and_radius(q, p, i)
+        (tensor([[1., 1.]]), tensor([2.2361]))
+    """
     centroid = (q + p + i) / 3
     spokes = torch.stack([q - centroid, p - centroid, i - centroid]).norm(dim=-1)  # [3, B]
     return centroid, spokes.amax(dim=0)
 
 
-def _check_tuple(names: tuple[str, ...], tensors: tuple[Tensor, ...]) -> None:
-    first = check_float_tensor(tensors[0], names[0], ndim=2)
-    for name, t in zip(names[1:], tensors[1:]):
-        check_float_tensor(t, name, ndim=2)
+def _check_tuple(names: tuple[str, ...], tensors: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """Checked ``[B, D]`` embeddings of one shape, promoted to float32 when half precision."""
+    first = check_float_tensor(tensors[0], names[0], ndim=2, finite=True)
+    out = []
+    for name, t in zip(names, tensors):
+        t = check_float_tensor(t, name, ndim=2, finite=True)
         if t.shape != first.shape:
             raise ValueError(f"{name} must have the shape of {names[0]} {tuple(first.shape)} "
                              f"([B, D] embeddings), got {tuple(t.shape)}")
+        out.append(t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
+    return tuple(out)
+
+
+def _non_negative(**margins: float) -> None:
+    for name, value in margins.items():
+        if not value >= 0:
+            raise ValueError(f"{name} must be >= 0 (a margin), got {value}")
 
 
 def _reduce(per_tuple: Tensor, reduction: str) -> Tensor:
@@ -62,14 +85,27 @@ class _TupleLoss(nn.Module):
 
 
 class TripletLoss(_TupleLoss):
-    """Triplet hinge ``[m + d(q,p) - d(q,n)]_+`` (Wang et al. 2014), Radial Eq. 3 with ``g1 = m``."""
+    """Triplet hinge ``[m + d(q,p) - d(q,n)]_+`` (Wang et al. 2014), Radial Eq. 3 with ``g1 = m`` (m ≥ 0).
+
+    Examples:
+        >>> q, p, n = torch.zeros(1, 2), torch.tensor([[0.5, 0.0]]), torch.tensor([[1.0, 0.0]])
+        >>> TripletLoss(margin=0.7)(q, p, n)  # 0.7 + 0.25 - 1
+        tensor(0.)
+        >>> TripletLoss(margin=1.0)(q, p, n)
+        tensor(0.2500)
+    """
 
     def __init__(self, margin: float = 0.7, reduction: str = "mean") -> None:
         super().__init__(reduction)
+        _non_negative(margin=margin)
         self.margin = margin
 
     def forward(self, q: Tensor, p: Tensor, n: Tensor) -> Tensor:
-        _check_tuple(("q", "p", "n"), (q, p, n))
+        """The reduced hinge of query, positive and negative embeddings ``[B, D]`` (finite floats).
+
+        Returns a 0-d tensor (``[B]`` with ``reduction="none"``), float32 for half-precision input.
+        """
+        q, p, n = _check_tuple(("q", "p", "n"), (q, p, n))
         hinge = (self.margin + squared_distance(q, p) - squared_distance(q, n)).clamp_min(0)
         return _reduce(hinge, self.reduction)
 
@@ -79,18 +115,27 @@ class QuadletLoss(_TupleLoss):
 
     ``L1 = [g1 + d(q,p) - d(q,n)]_+``, ``L2 = [g2 + d(q,p) - d(q,i)]_+``,
     ``L3 = [g3 + d(p,i) - d(p,n)]_+``.
+
+    Examples:
+        >>> q, p = torch.zeros(1, 2), torch.tensor([[0.1, 0.0]])
+        >>> i, n = torch.tensor([[1.0, 0.0]]), torch.tensor([[3.0, 0.0]])
+        >>> QuadletLoss()(q, p, i, n)  # every ordering holds with its gap
+        tensor(0.)
+        >>> [round(t.item(), 2) for t in QuadletLoss(g1=0.7, g2=0.3, g3=0.5).terms(q, p, p, n)]
+        [0.0, 0.3, 0.0]
     """
 
     def __init__(self, g1: float = 0.7, g2: float = 0.3, g3: float = 0.5,
                  reduction: str = "mean") -> None:
         super().__init__(reduction)
+        _non_negative(g1=g1, g2=g2, g3=g3)
         if not g2 <= g3 <= g1:
             raise ValueError(f"gaps must satisfy g2 <= g3 <= g1 (Radial Eq. 6), got g1={g1}, g2={g2}, g3={g3}")
         self.g1, self.g2, self.g3 = g1, g2, g3
 
     def terms(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """The three hinges ``(L1, L2, L3)`` per quadlet, Radial Eq. 3-5."""
-        _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
+        """The three hinges ``(L1, L2, L3)``, each ``[B]``, of quadlet embeddings ``[B, D]``, Radial Eq. 3-5."""
+        q, p, i, n = _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
         d_qp = squared_distance(q, p)
         l1 = (self.g1 + d_qp - squared_distance(q, n)).clamp_min(0)
         l2 = (self.g2 + d_qp - squared_distance(q, i)).clamp_min(0)
@@ -98,6 +143,7 @@ class QuadletLoss(_TupleLoss):
         return l1, l2, l3
 
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
+        """``L1 + L2 + L3`` of query, positive, intermediate and negative embeddings ``[B, D]``, reduced."""
         l1, l2, l3 = self.terms(q, p, i, n)
         return _reduce(l1 + l2 + l3, self.reduction)
 
@@ -108,23 +154,33 @@ class RadialLoss(_TupleLoss):
     The radial term pushes the negative out of a sphere of radius ``c R`` around the centroid
     ``X_G`` of (q, p, i); Theorem 3.1 says ``c >= 3`` then implies the negative-side orderings of
     Eq. 1-2, and the triplet term supplies ``d(q,p) < d(q,i)``.
+
+    Examples:
+        >>> q, p, i = torch.zeros(1, 2), torch.tensor([[0.1, 0.0]]), torch.tensor([[0.0, 0.5]])
+        >>> RadialLoss(c=3.0, margin=0.1)(q, p, i, torch.tensor([[10.0, 10.0]]))  # n far outside the sphere
+        tensor(0.)
+        >>> radial, triplet = RadialLoss(c=3.0, margin=0.1).terms(q, p, i, torch.zeros(1, 2))
+        >>> radial.item() > 0, triplet.item()
+        (True, 0.0)
     """
 
     def __init__(self, c: float = 3.0, margin: float = 0.3, reduction: str = "mean") -> None:
         super().__init__(reduction)
+        _non_negative(margin=margin)
         if c <= 0:
             raise ValueError(f"c must be positive, got {c}")
         self.c, self.margin = c, margin
 
     def terms(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> tuple[Tensor, Tensor]:
-        """``(L_radial, L_triplet)`` per quadlet, Radial Eq. 8 and Eq. 12."""
-        _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
+        """``(L_radial, L_triplet)``, each ``[B]``, of quadlet embeddings ``[B, D]``, Radial Eq. 8 and Eq. 12."""
+        q, p, i, n = _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
         centroid, radius = radial_centroid_and_radius(q, p, i)
         radial = ((self.c * radius).pow(2) - squared_distance(n, centroid)).clamp_min(0)
         triplet = (self.margin + squared_distance(q, p) - squared_distance(q, i)).clamp_min(0)
         return radial, triplet
 
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
+        """``L_radial + L_triplet`` of quadlet embeddings ``[B, D]`` (finite floats), reduced."""
         radial, triplet = self.terms(q, p, i, n)
         return _reduce(radial + triplet, self.reduction)
 
@@ -136,14 +192,21 @@ class Quadruplet1Loss(_TupleLoss):
     (c,d). On the class / sub-class hierarchy we apply it once across each level boundary:
     sub-class pair (q,p) versus class pair (q,i), and class pair (p,i) versus cross-class pair (q,n):
     ``[delta + d(q,p) - d(q,i)]_+ + [delta + d(p,i) - d(q,n)]_+``.
+
+    Examples:
+        >>> q, p, i, n = torch.zeros(1, 1), torch.ones(1, 1), 2 * torch.ones(1, 1), 3 * torch.ones(1, 1)
+        >>> Quadruplet1Loss(margin=0.5)(q, p, i, n)  # [0.5 + 1 - 4]₊ + [0.5 + 1 - 9]₊
+        tensor(0.)
     """
 
     def __init__(self, margin: float = 0.5, reduction: str = "mean") -> None:
         super().__init__(reduction)
+        _non_negative(margin=margin)
         self.margin = margin
 
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
-        _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
+        """The two level-crossing hinges of quadlet embeddings ``[B, D]`` (finite floats), summed and reduced."""
+        q, p, i, n = _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
         fine = (self.margin + squared_distance(q, p) - squared_distance(q, i)).clamp_min(0)
         coarse = (self.margin + squared_distance(p, i) - squared_distance(q, n)).clamp_min(0)
         return _reduce(fine + coarse, self.reduction)
@@ -155,14 +218,21 @@ class Quadruplet2Loss(_TupleLoss):
     ``[a1 + d(q,p) - d(q,n1)]_+ + [a2 + d(q,p) - d(n1,n2)]_+`` where ``n1`` and ``n2`` are two
     samples unrelated to q and to each other. Variant 2a draws them from intermediates and
     negatives, 2b from negatives only; that choice lives in the sampler, not here.
+
+    Examples:
+        >>> q, p, n1, n2 = torch.zeros(2, 1), torch.zeros(2, 1), torch.ones(2, 1), torch.zeros(2, 1)
+        >>> Quadruplet2Loss(1.0, 0.5, reduction="none")(q, p, n1, n2)  # [1 + 0 - 1]₊ + [0.5 + 0 - 1]₊
+        tensor([0., 0.])
     """
 
     def __init__(self, margin1: float = 1.0, margin2: float = 0.5, reduction: str = "mean") -> None:
         super().__init__(reduction)
+        _non_negative(margin1=margin1, margin2=margin2)
         self.margin1, self.margin2 = margin1, margin2
 
     def forward(self, q: Tensor, p: Tensor, n1: Tensor, n2: Tensor) -> Tensor:
-        _check_tuple(("q", "p", "n1", "n2"), (q, p, n1, n2))
+        """The strong and weak hinges of (q, p, n1, n2) embeddings ``[B, D]`` (finite floats), summed and reduced."""
+        q, p, n1, n2 = _check_tuple(("q", "p", "n1", "n2"), (q, p, n1, n2))
         d_qp = squared_distance(q, p)
         strong = (self.margin1 + d_qp - squared_distance(q, n1)).clamp_min(0)
         weak = (self.margin2 + d_qp - squared_distance(n1, n2)).clamp_min(0)

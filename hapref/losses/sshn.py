@@ -5,15 +5,23 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from hapref.losses.embeddings import EmbeddingLoss
 from hapref.losses.infonce import _promote, _square
 from hapref.validation import renamed_keywords
 
 
-class SSHN(nn.Module):
+class SSHN(EmbeddingLoss, nn.Module):
     """Self-similarity + hard-negative loss (HAP-VR Eq. 15, L_base; S2VS).
 
     ``hard_negative = −mean_i log max(1 − max_{k∈N_i} s_ik, ε)`` over queries with a negative, and
     ``self = −mean_i log max(s_ii, ε)``; forward returns both (S2VS weighs their sum by λ = 3).
+    An empty batch gives two zeros attached to the graph.
+
+    Examples:
+        >>> scores = torch.tensor([[1.0, 0.5], [0.5, 1.0]])
+        >>> hard_negative, self_sim = SSHN()(scores, torch.eye(2, dtype=torch.bool))
+        >>> round(hard_negative.item(), 4), self_sim.item()
+        (0.6931, -0.0)
     """
 
     def __init__(self, eps: float = 1e-3) -> None:
@@ -24,8 +32,13 @@ class SSHN(nn.Module):
 
     @renamed_keywords(mask="ignore")
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``(hard_negative, self_similarity)`` 0-d tensors of a batch's ``[N, N]`` finite float similarities
+        (diagonal = self-similarity), ``[N, N]`` bool relevance and optional ``[N, N]`` bool ``ignore``."""
         scores, relevance, ignore = _square(scores, relevance, ignore)
         scores = _promote(scores)
+        if scores.shape[0] == 0:
+            zero = scores.sum() * 0
+            return zero, zero.clone()
         negative = ~relevance & ~ignore
         hardest = scores.masked_fill(~negative, -torch.inf).amax(1)
         has_neg = negative.any(1)

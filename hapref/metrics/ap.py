@@ -24,7 +24,13 @@ from hapref.validation import check_scores_relevance, renamed_keywords
 def ap_per_row(scores: Tensor, relevance: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
     """AP of every row of [Q,M] inputs (0 where a row has no relevant item) and its number of relevant items.
 
-    HAP-VR Eq. 6 (the S2VS evaluation code, https://github.com/gkordo/s2vs).
+    HAP-VR Eq. 6 (the S2VS evaluation code, https://github.com/gkordo/s2vs). ``scores`` float [Q,M],
+    ``relevance`` and ``keep`` (True = ranked) bool [Q,M]; no input checks (see :func:`mean_average_precision`).
+
+    Examples:
+        >>> keep = torch.ones(1, 3, dtype=torch.bool)
+        >>> ap_per_row(torch.tensor([[0.9, 0.8, 0.7]]), torch.tensor([[False, True, True]]), keep)
+        (tensor([0.5833]), tensor([2.]))
     """
     dtype = work_dtype(scores.dtype)
     order = rank_rows(scores, keep)
@@ -51,6 +57,13 @@ def average_precision(scores: Tensor, relevance: Tensor) -> Tensor:
 
     Raises:
         ValueError: bad shapes/dtypes, NaN scores, empty input, or no relevant item (AP undefined).
+
+    Examples:
+        >>> average_precision(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([0, 1, 1]))  # (1/2 + 2/3) / 2
+        tensor(0.5833)
+        >>> import numpy as np
+        >>> average_precision(np.array([0.5, 0.5]), np.array([False, True]))  # a tie: both at rank 2
+        tensor(0.5000, dtype=torch.float64)
     """
     scores, relevance, _ = check_scores_relevance(scores, relevance, ndim=1)
     check_nonempty(scores)
@@ -75,6 +88,14 @@ def mean_average_precision(scores: Tensor, relevance: Tensor, ignore: Tensor | N
 
     Raises:
         ValueError: bad inputs, or no query has a relevant item.
+
+    Examples:
+        >>> scores = torch.tensor([[1.0, 0.9, 0.2], [0.3, 1.0, 0.8]])
+        >>> relevance = torch.tensor([[1, 0, 1], [0, 1, 1]])
+        >>> mean_average_precision(scores, relevance)  # mean of (1 + 2/3) / 2 and 1
+        tensor(0.9167)
+        >>> mean_average_precision(scores, relevance, ignore=torch.eye(2, 3, dtype=torch.bool))
+        tensor(0.7500)
     """
     scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, ndim=2)
     check_nonempty(scores)
@@ -107,6 +128,12 @@ def micro_average_precision(scores: Tensor, relevance: Tensor, ignore: Tensor | 
 
     Raises:
         ValueError: bad inputs, or no relevant pair that is not ignored.
+
+    Examples:
+        >>> scores = torch.tensor([[0.9, 0.2], [0.8, 0.1]])
+        >>> relevance = torch.tensor([[1, 0], [0, 1]])
+        >>> micro_average_precision(scores, relevance)  # pooled ranking: rel, non, non, rel
+        tensor(0.7500)
     """
     scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, ndim=2)
     check_nonempty(scores)

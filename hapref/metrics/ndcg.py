@@ -13,13 +13,21 @@ import torch
 from torch import Tensor
 
 from hapref.metrics._ranking import check_nonempty, kept_entries, rank_rows, row_chunks, tie_groups, work_dtype
-from hapref.validation import check_binary, check_float_tensor, renamed_keywords
+from hapref.validation import as_tensor, check_binary, check_float_tensor, renamed_keywords
 
 
 def check_gains(gains: object, scores: Tensor) -> Tensor:
-    """Return ``gains`` as a float tensor on the scores' device; ValueError unless finite, ≥ 0, same shape."""
+    """Return ``gains`` (tensor or NumPy array) as a float tensor on the scores' device; ValueError unless
+    finite, ≥ 0 and of the scores' shape. The graded relevance of the Radial paper's NDCG.
+
+    Examples:
+        >>> import numpy as np
+        >>> check_gains(np.array([2, 1, 0]), torch.zeros(3))
+        tensor([2., 1., 0.])
+    """
+    gains = as_tensor(gains)
     if not isinstance(gains, Tensor):
-        raise ValueError(f"gains must be a torch.Tensor, got {type(gains).__name__}")
+        raise TypeError(f"gains must be a torch.Tensor or a NumPy array, got {type(gains).__name__}")
     if gains.shape != scores.shape:
         raise ValueError(f"gains must have shape {tuple(scores.shape)} (that of the scores), got {tuple(gains.shape)}")
     if gains.is_complex():
@@ -31,7 +39,16 @@ def check_gains(gains: object, scores: Tensor) -> Tensor:
 
 
 def dcg_per_row(scores: Tensor, gains: Tensor, keep: Tensor, k: int | None) -> tuple[Tensor, Tensor]:
-    """Tie-averaged DCG@k and ideal DCG@k of every row of [Q,M] inputs. The NDCG of Radial Table 2."""
+    """Tie-averaged DCG@k and ideal DCG@k ``[Q]`` each of every row of [Q,M] inputs. The NDCG of Radial Table 2.
+
+    ``keep`` is the bool [Q,M] complement of ``ignore``; ``gains`` float [Q,M].
+
+    Examples:
+        >>> dcg, ideal = dcg_per_row(torch.tensor([[0.9, 0.5]]), torch.tensor([[0.0, 1.0]]),
+        ...                          torch.ones(1, 2, dtype=torch.bool), None)
+        >>> round(dcg.item(), 4), ideal.item()  # the gain sits at rank 2: 1 / log2(3)
+        (0.6309, 1.0)
+    """
     dtype = gains.dtype
     m = scores.shape[-1]
     order = rank_rows(scores, keep)
@@ -66,6 +83,15 @@ def ndcg(scores: Tensor, gains: Tensor, k: int | None = None, ignore: Tensor | N
 
     Raises:
         ValueError: bad inputs, k < 1, or every query has zero ideal DCG.
+
+    Examples:
+        >>> scores = torch.tensor([[0.9, 0.8, 0.1], [0.1, 0.5, 0.9]])
+        >>> gains = torch.tensor([[2, 1, 0], [2, 1, 0]])  # positive / intermediate / negative
+        >>> ndcg(scores, gains)  # the first query is ideal, the second fully reversed
+        tensor(0.8100)
+        >>> import numpy as np
+        >>> ndcg(np.array([0.3, 0.9]), np.array([1, 0]), k=1)  # NumPy arrays work too
+        tensor(0., dtype=torch.float64)
     """
     scores = check_float_tensor(scores, "scores", (1, 2))
     check_nonempty(scores)

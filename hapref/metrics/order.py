@@ -16,7 +16,14 @@ from hapref.validation import check_float_tensor
 
 
 def check_similarities(**named: object) -> list[Tensor]:
-    """Validate equally long, non-empty 1-D float tensors without NaN; ValueError names the culprit."""
+    """Validate equally long, non-empty 1-D float tensors (or NumPy arrays) without NaN; the error names the culprit.
+
+    Examples:
+        >>> check_similarities(sim_qp=torch.ones(2), sim_qn=torch.ones(3))
+        Traceback (most recent call last):
+        ...
+        ValueError: sim_qn must have shape (2,) (that of sim_qp), got (3,)
+    """
     tensors = [check_float_tensor(x, name, 1) for name, x in named.items()]
     first_name, first = next(iter(named)), tensors[0]
     if first.numel() == 0:
@@ -36,6 +43,10 @@ def quadlet_precision(sim_qp: Tensor, sim_qi: Tensor, sim_qn: Tensor) -> Tensor:
 
     Returns:
         0-d float tensor in [0, 1] (the paper prints it in %). Ties count as wrongly ranked.
+
+    Examples:
+        >>> quadlet_precision(torch.tensor([0.9, 0.9]), torch.tensor([0.5, 0.95]), torch.tensor([0.1, 0.1]))
+        tensor(0.5000)
     """
     sim_qp, sim_qi, sim_qn = check_similarities(sim_qp=sim_qp, sim_qi=sim_qi, sim_qn=sim_qn)
     dtype = torch.promote_types(sim_qp.dtype, torch.float32)
@@ -50,6 +61,10 @@ def triplet_precision(sim_qp: Tensor, sim_qn: Tensor) -> Tensor:
 
     Returns:
         0-d float tensor in [0, 1]. Ties count as wrongly ranked.
+
+    Examples:
+        >>> triplet_precision(torch.tensor([0.9, 0.4, 0.5]), torch.tensor([0.1, 0.6, 0.5]))  # the tie counts as wrong
+        tensor(0.3333)
     """
     sim_qp, sim_qn = check_similarities(sim_qp=sim_qp, sim_qn=sim_qn)
     dtype = torch.promote_types(sim_qp.dtype, torch.float32)

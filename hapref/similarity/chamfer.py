@@ -18,6 +18,9 @@ def _check(sim: Tensor, valid: Tensor | None) -> Tensor | None:
     check_float_tensor(sim, "sim", ndim=None)
     if sim.ndim < 2:
         raise ValueError(f"sim must have shape [..., Q, T], got {tuple(sim.shape)}")
+    if sim.shape[-1] == 0 or sim.shape[-2] == 0:
+        raise ValueError(f"sim must have at least one query and one target item ([..., Q >= 1, T >= 1]), "
+                         f"got shape {tuple(sim.shape)}")
     if valid is None:
         return None
     if not isinstance(valid, Tensor):
@@ -54,6 +57,10 @@ def topk_chamfer(sim: Tensor, k: float = 0.0, valid: Tensor | None = None) -> Te
     (spatial 0.1 · 9 regions, temporal 0.03 · 7 frames after ψ), so TopK only differs from Chamfer
     on long targets or with larger rates.
     """
+    if isinstance(k, bool) or not isinstance(k, (int, float)):
+        raise TypeError(f"k must be a float rate in [0, 1], got {type(k).__name__}; topk_chamfer takes one "
+                        "similarity tensor sim [..., Q, T] (to compare two videos, build it with "
+                        "hapref.similarity.frame_to_frame or pairwise_cosine first)")
     valid = _check(sim, valid)
     if not 0.0 <= k <= 1.0:
         raise ValueError(f"k must be a rate in [0, 1], got {k}")
