@@ -11,11 +11,12 @@ from hapref.features.backbones import (
     to_float_frames,
 )
 from hapref.features.extractor import FeatureExtractor
-from hapref.features.pooling import POOLINGS, pool_layers, region_windows, regional_max_pool
+from hapref.features.pooling import (POOLINGS, RELEASED_KERNELS, pool_layers, region_windows, regional_max_pool,
+                                     released_l3imac)
 from hapref.features.whitening import PCAWhitening
 
 __all__ = [
     "AlexNetBackbone", "BACKBONES", "POOLINGS", "Backbone", "EfficientNetLite0Backbone", "FeatureExtractor",
-    "PCAWhitening", "ResNet50Backbone", "SmallCNN", "load_backbone", "pool_layers", "region_windows",
-    "regional_max_pool", "to_float_frames",
+    "PCAWhitening", "RELEASED_KERNELS", "ResNet50Backbone", "SmallCNN", "load_backbone", "pool_layers",
+    "region_windows", "regional_max_pool", "released_l3imac", "to_float_frames",
 ]

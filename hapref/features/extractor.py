@@ -13,30 +13,69 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from hapref.data.cache import source_digest
 from hapref.features import backbones as backbones_module, pooling as pooling_module
-from hapref.features.backbones import Backbone, load_backbone
+from hapref.features.backbones import Backbone, load_backbone, to_float_frames
 from hapref.features.pooling import POOLINGS, pool_layers
 from hapref.features.whitening import PCAWhitening
 from hapref.files import atomic_torch_save
+
+
+def released_frames(frames: Tensor, resize: int = 256, crop: int = 224) -> Tensor:
+    """Frames as the released S2VS / HAP-VR loaders feed the extractor: float ``[T, 3, crop, crop]`` in [0, 1].
+
+    The shorter side is resized to ``resize`` (bicubic, aspect ratio kept), then the centre
+    ``crop × crop`` square is cut (HAP-VR §3.2; https://github.com/gkordo/s2vs, ``utils.py``). Input: uint8
+    ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` in [0, 1].
+
+    Examples:
+        >>> import torch
+        >>> tuple(released_frames(torch.zeros(2, 240, 320, 3, dtype=torch.uint8)).shape)
+        (2, 3, 224, 224)
+    """
+    x = to_float_frames(frames)
+    if resize < crop:
+        raise ValueError(f"resize must be >= crop, got {resize} < {crop}")
+    h, w = x.shape[-2:]
+    ratio = resize / min(h, w)
+    size = (max(crop, round(h * ratio)), max(crop, round(w * ratio)))
+    x = F.interpolate(x, size=size, mode="bicubic", align_corners=False).clamp_(0, 1)
+    top, left = (size[0] - crop) // 2, (size[1] - crop) // 2
+    return x[..., top:top + crop, left:left + crop]
 
 
 class FeatureExtractor(nn.Module):
     """Frames ``[T, H, W, 3]`` uint8 -> L3-iMAC regions ``[T, R, D]`` or iMAC / L3-iRMAC ``[T, D]``.
 
     ``backbone`` is a name for :func:`load_backbone` or a :class:`Backbone`; ``pooling`` one of
-    ``"l3imac"`` (default), ``"imac"``, ``"l3irmac"``; ``whitening`` an optional fitted
-    :class:`PCAWhitening` (fit one with :meth:`fit_whitening`). Frames are processed
-    ``batch_size`` at a time without gradients; the extractor is frozen.
+    ``"l3imac"``, ``"l3imac_released"``, ``"imac"``, ``"l3irmac"`` (default: ``"l3imac_released"`` for
+    ``"resnet50"``, ``"l3imac"`` otherwise); ``whitening`` an optional :class:`PCAWhitening` (fit one
+    with :meth:`fit_whitening`, or load the released ViSiL file with :meth:`PCAWhitening.load_visil`).
+    Frames are processed ``batch_size`` at a time without gradients; the extractor is frozen.
     HAP-VR §3.2 region features; TCA §3.2 (Eq. 1) frame features.
+
+    ``FeatureExtractor("resnet50", whitening=PCAWhitening.load_visil("pca_resnet50_vcdb_1M.pth"))`` is
+    the released S2VS / HAP-VR extractor: frames through :func:`released_frames` (shorter side 256,
+    centre crop 224), normalised with the released mean 0.45 and std 0.225 per channel, ResNet-50
+    layer1..4 pooled by :func:`hapref.features.pooling.released_l3imac`, PCA-whitened to 512 and
+    L2-normalised: features comparable with the DnS / S2VS HDF5 files (needs torchvision).
+
+    Examples:
+        >>> from hapref.features import SmallCNN
+        >>> extractor = FeatureExtractor(SmallCNN(image_size=32))
+        >>> extractor.pooling
+        'l3imac'
     """
 
-    def __init__(self, backbone: str | Backbone = "efficientnet-lite0", pooling: str = "l3imac", grid: int = 3,
+    def __init__(self, backbone: str | Backbone = "efficientnet-lite0", pooling: str | None = None, grid: int = 3,
                  whitening: PCAWhitening | None = None, batch_size: int = 64) -> None:
         super().__init__()
+        if pooling is None:
+            pooling = "l3imac_released" if backbone == "resnet50" else "l3imac"
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if batch_size < 1:
@@ -45,6 +84,10 @@ class FeatureExtractor(nn.Module):
         self.backbone = load_backbone(backbone) if isinstance(backbone, str) else backbone
         self.pooling, self.grid, self.batch_size = pooling, grid, batch_size
         self.whitening = whitening
+        self.released = pooling == "l3imac_released"
+        if self.released:  # the released frame normalisation (S2VS model/layers.py, VideoNormalizer)
+            self.backbone.mean.fill_(0.45)
+            self.backbone.std.fill_(0.225)
 
     @property
     def device(self) -> torch.device:
@@ -53,7 +96,8 @@ class FeatureExtractor(nn.Module):
     @torch.no_grad()
     def descriptors(self, frames: Tensor) -> Tensor:
         """Pooled, L2-normalised descriptors before whitening, computed in batches of frames."""
-        outs = [pool_layers(self.backbone(frames[i:i + self.batch_size]), self.pooling, self.grid)
+        prepare = released_frames if self.released else (lambda x: x)
+        outs = [pool_layers(self.backbone(prepare(frames[i:i + self.batch_size])), self.pooling, self.grid)
                 for i in range(0, frames.shape[0], self.batch_size)]
         return torch.cat(outs) if outs else torch.empty(0, device=self.device)
 

@@ -14,7 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-POOLINGS = ("l3imac", "imac", "l3irmac")
+POOLINGS = ("l3imac", "imac", "l3irmac", "l3imac_released")
+#: Max-pooling kernel of ResNet-50 layer1..4 in the released S2VS / HAP-VR extractor (stride ⌈s/2⌉).
+RELEASED_KERNELS = (28, 14, 6, 3)
 
 
 def region_windows(size: int, grid: int) -> list[tuple[int, int]]:
@@ -42,17 +44,55 @@ def regional_max_pool(fmap: Tensor, grid: int = 3) -> Tensor:
     return torch.stack(regions, dim=1)
 
 
+def released_l3imac(maps: Sequence[Tensor], kernels: Sequence[int] = RELEASED_KERNELS) -> Tensor:
+    """L3-iMAC regions ``[T, R, ΣC]`` exactly as the released S2VS / HAP-VR extractor pools them (HAP-VR §3.2).
+
+    Layer ``l`` (``[T, C_l, H_l, W_l]``) is max-pooled with kernel ``s_l`` and stride ``⌈s_l/2⌉``
+    (s = 28, 14, 6, 3 for ResNet-50 layer1..4: a 3×3 grid each at 224×224 input), L2-normalised over
+    channels, brought to the last layer's grid by adaptive max pooling (a no-op at 224) and
+    normalised again; the layers are concatenated, regions listed row by row, and L2-normalised
+    (https://github.com/gkordo/s2vs, model/extractors/resnet.py). No per-position normalisation
+    before pooling, unlike ``"l3imac"``.
+
+    Examples:
+        >>> import torch
+        >>> maps = [torch.rand(2, c, n, n) for c, n in ((4, 56), (5, 28), (6, 14), (7, 7))]
+        >>> tuple(released_l3imac(maps).shape)
+        (2, 9, 22)
+    """
+    if len(maps) != len(kernels):
+        raise ValueError(f"maps must hold one feature map per kernel ({len(kernels)}), got {len(maps)}")
+    parts = []
+    for fmap, size in zip(maps, kernels):
+        if fmap.ndim != 4 or min(fmap.shape[-2:]) < size:
+            raise ValueError(f"every map must be [T, C, H, W] with H, W >= its kernel {size}, got {tuple(fmap.shape)}")
+        parts.append(F.normalize(F.max_pool2d(fmap, size, math.ceil(size / 2)), dim=1))
+    grid = parts[-1].shape[-2:]
+    parts = [F.normalize(F.adaptive_max_pool2d(p, grid), dim=1) for p in parts]
+    return F.normalize(torch.cat(parts, dim=1).flatten(2).transpose(1, 2), dim=-1)
+
+
 def pool_layers(maps: Sequence[Tensor], pooling: str = "l3imac", grid: int = 3) -> Tensor:
     """Frame descriptors from a backbone's feature maps (HAP-VR §3.2; TCA §3.2, Eq. 1).
 
     - ``"l3imac"``: regions ``[T, grid², ΣC]`` (ViSiL/S2VS/HAP-VR region features, R = 9);
+    - ``"l3imac_released"``: the released S2VS / HAP-VR windows of :func:`released_l3imac` (ResNet-50
+      maps; ``grid`` unused), comparable with the DnS / S2VS HDF5 feature files;
     - ``"imac"``: global max per channel, ``[T, ΣC]`` (TCA's iMAC);
     - ``"l3irmac"``: regions L2-normalised and summed, ``[T, ΣC]`` (TCA's L3-iRMAC).
+
+    Examples:
+        >>> import torch
+        >>> maps = [torch.rand(2, 4, 8, 8), torch.rand(2, 6, 4, 4)]
+        >>> [tuple(pool_layers(maps, p).shape) for p in ("l3imac", "imac")]
+        [(2, 9, 10), (2, 10)]
     """
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     if len(maps) == 0:
         raise ValueError("maps must hold at least one feature map")
+    if pooling == "l3imac_released":
+        return released_l3imac(maps)
     parts = []
     for fmap in maps:
         fmap = F.normalize(fmap, dim=1)

@@ -63,6 +63,49 @@ class PCAWhitening(nn.Module):
         """Rebuild from :meth:`state_dict` output (e.g. after ``torch.load(..., weights_only=True)``)."""
         return cls(state["mean"], state["projection"], state["eigenvalues"])
 
+    @classmethod
+    def from_visil(cls, state: dict[str, Tensor], dim: int = 512, eps: float = 1e-7) -> PCAWhitening:
+        """Whitening from a ViSiL PCA file's tensors (``pca_resnet50_vcdb_1M.pth``: ``mean``, ``d``, ``V``).
+
+        ``d`` holds the eigenvalues and ``V`` the eigenvectors as columns; the ``dim`` largest
+        are kept and each axis scaled by ``1/sqrt(d + eps)`` (eps 1e-7), as the released S2VS /
+        HAP-VR extractor does before its final L2 norm (HAP-VR §3.2; https://github.com/gkordo/s2vs).
+        Load the file with ``torch.load(path, weights_only=True)`` or use :meth:`load_visil`.
+
+        Examples:
+            >>> import torch
+            >>> v, _ = torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64))
+            >>> white = PCAWhitening.from_visil({"mean": torch.zeros(6), "d": torch.arange(1.0, 7.0), "V": v}, dim=2)
+            >>> white.out_dim, white.eigenvalues.tolist()
+            (2, [6.0, 5.0])
+        """
+        if not isinstance(state, dict) or not {"mean", "d", "V"} <= set(state):
+            raise ValueError(f"state must hold 'mean', 'd' and 'V' (a ViSiL PCA file), got "
+                             f"{sorted(state) if isinstance(state, dict) else type(state).__name__}")
+        mean, d, v = (torch.as_tensor(state[k]) for k in ("mean", "d", "V"))
+        if mean.ndim != 1 or d.shape != mean.shape or v.shape != (mean.shape[0], mean.shape[0]):
+            raise ValueError(f"mean [D], d [D] and V [D, D] must agree, got {tuple(mean.shape)}, {tuple(d.shape)}, "
+                             f"{tuple(v.shape)}")
+        if not 1 <= dim <= d.shape[0]:
+            raise ValueError(f"dim must be in [1, {d.shape[0]}], got {dim}")
+        order = torch.argsort(d.double(), descending=True)[:dim]
+        eigenvalues = d.double()[order]
+        projection = v.double()[:, order] / torch.sqrt(eigenvalues + eps)
+        return cls(mean.float(), projection.float(), eigenvalues.float())
+
+    @classmethod
+    def load_visil(cls, path: str, dim: int = 512) -> PCAWhitening:
+        """:meth:`from_visil` of a ViSiL PCA file on disk (read with ``weights_only=True``; nothing is downloaded).
+
+        Examples:
+            >>> import tempfile, torch
+            >>> path = tempfile.mktemp(suffix=".pth")
+            >>> torch.save({"mean": torch.zeros(3), "d": torch.ones(3), "V": torch.eye(3)}, path)
+            >>> PCAWhitening.load_visil(path, dim=2).projection.shape
+            torch.Size([3, 2])
+        """
+        return cls.from_visil(torch.load(path, map_location="cpu", weights_only=True), dim=dim)
+
     def whiten(self, x: Tensor) -> Tensor:
         """Whitened descriptors ``[..., D_out]`` before the final L2 norm (identity covariance on the fit data)."""
         if x.shape[-1] != self.in_dim:

@@ -29,3 +29,8 @@ from hapref.models.autossvh import (PRESETS as AUTOSSVH_PRESETS, AutoSSVHNet, Gr
                                     gumbel_topk)
 
 __all__ += ["AUTOSSVH_PRESETS", "AutoSSVHNet", "GradeNet", "gradient_reversal", "gumbel_topk"]
+
+# Released S2VS / HAP-VR checkpoints as hapref similarity networks
+from hapref.models.released import load_released_network, released_state_dict  # noqa: E402
+
+__all__ += ["load_released_network", "released_state_dict"]

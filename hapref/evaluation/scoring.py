@@ -1,0 +1,282 @@
+"""Streaming query × database similarities of a video similarity network, without padding to the longest video.
+
+The released S2VS / HAP-VR evaluation scores one (query, target) pair per call of
+``calculate_video_similarity`` (HAP-VR §3.3.1, Eq. 3–5; https://github.com/gkordo/s2vs,
+https://github.com/yafeng19/HAP-VR): that wastes most of the machine on small matrix products and
+small convolutions. Here the videos of a group are laid end to end along one frame axis, each in a
+slot of ``4·(⌊T/4⌋ + 1)`` frames (its frames, then zero frames up to the next multiple of 4 and at
+least one more). One matrix product gives the frame-to-frame matrices of every (query, target) pair
+of two groups as blocks of one large matrix, and ψ runs once on that matrix: the zero frames act
+as each block's zero padding, every layer's output is zeroed outside the blocks, and because every
+block starts at a multiple of 4, the two floor-mode poolings of ψ cut every block exactly as they
+cut the block alone. Memory is bounded by ``max_cells`` frame pairs per group pair, whatever the
+database size.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from hapref.similarity.comparator import squash
+from hapref.similarity.network import VideoSimilarityNetwork
+
+#: Frames per target chunk of the released evaluation loop (longer targets: chunk scores averaged).
+CHUNK_FRAMES = 2048
+
+
+def tile_to_min_len(frames: Tensor, min_len: int) -> Tensor:
+    """Double a video ``[T, ...]`` until it has at least ``min_len`` frames, as the released loaders do.
+
+    A 3-frame video becomes 6 frames for ``min_len`` 4 (the released S2VS / HAP-VR loaders; nothing is
+    cut back to exactly ``min_len``).
+
+    Examples:
+        >>> import torch
+        >>> tile_to_min_len(torch.arange(3.0)[:, None], 4).squeeze(1).tolist()
+        [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]
+    """
+    if frames.shape[0] < 1:
+        raise ValueError(f"frames must hold at least one frame, got shape {tuple(frames.shape)}")
+    while frames.shape[0] < min_len:
+        frames = torch.cat([frames, frames])
+    return frames
+
+
+def _frames_of(item: object, what: str) -> tuple[str, Tensor]:
+    if not isinstance(item, Mapping) or "id" not in item or "frames" not in item:
+        raise ValueError(f"every item of {what} must be a mapping with 'id' and 'frames' (as HDF5Features yields), "
+                         f"got {type(item).__name__}")
+    frames = torch.as_tensor(item["frames"])
+    if frames.ndim == 2:
+        frames = frames[:, None]
+    if frames.ndim != 3 or frames.shape[0] == 0 or not frames.is_floating_point():
+        raise ValueError(f"frames of {item['id']!r} in {what} must be a float [T, R, D] or [T, D] array with T > 0, "
+                         f"got {frames.dtype} {tuple(frames.shape)}")
+    return str(item["id"]), frames
+
+
+@dataclass
+class _Group:
+    """Videos laid end to end: features ``[L, R, D]`` (zero frames between videos) and the slot of each."""
+
+    features: Tensor
+    starts: list[int]
+    lengths: list[int]
+    owners: list[int]     # index of the query / target each piece belongs to
+
+    @property
+    def size(self) -> int:
+        return self.features.shape[0]
+
+
+def _slot(length: int, align: int) -> int:
+    return align * (length // align + 1) if align > 1 else length
+
+
+def _pack(pieces: list[Tensor], owners: list[int], align: int, device: torch.device) -> _Group:
+    starts, lengths, offset = [], [], 0
+    for piece in pieces:
+        starts.append(offset)
+        lengths.append(piece.shape[0])
+        offset += _slot(piece.shape[0], align)
+    r, d = pieces[0].shape[1:]
+    features = torch.zeros(offset, r, d, dtype=torch.float32, device=device)
+    for start, piece in zip(starts, pieces):
+        features[start:start + piece.shape[0]] = piece.to(device=device, dtype=torch.float32)
+    return _Group(features, starts, lengths, owners)
+
+
+def _valid(group: _Group, level: int, device: torch.device) -> Tensor:
+    """Valid frames ``[L / 4^level]`` of a packed group after ``level`` floor-mode poolings by 2."""
+    scale = 2 ** level
+    valid = torch.zeros(group.size // scale, dtype=torch.bool)
+    for start, length in zip(group.starts, group.lengths):
+        valid[start // scale:start // scale + length // scale] = True
+    return valid.to(device)
+
+
+class _Scorer:
+    """Blocks of (query group × target group) scores for one network."""
+
+    def __init__(self, model: VideoSimilarityNetwork, device: torch.device) -> None:
+        self.model = model
+        self.psi = model.comparator
+        self.align = 4 if self.psi is not None else 1
+        self.level = 2 if self.psi is not None else 0
+
+    def frame_matrix(self, q: _Group, t: _Group, max_cells: int) -> Tensor:
+        """Spatial (TopK-)Chamfer of all frame pairs ``[Lq, Lt]`` (HAP-VR Eq. 3), rows in slabs."""
+        rq, d = q.features.shape[1:]
+        rt = t.features.shape[1]
+        k = max(round(rt * self.model.spatial_k), 1)
+        targets = t.features.reshape(-1, d)
+        rows = max(1, max_cells // max(t.size * rt, 1))
+        out = torch.empty(q.size, t.size, device=targets.device)
+        for i in range(0, q.size, rows):
+            sims = (q.features[i:i + rows].reshape(-1, d) @ targets.T).view(-1, rq, t.size, rt)
+            best = sims.amax(dim=-1) if k == 1 else sims.topk(k, dim=-1).values.mean(dim=-1)
+            out[i:i + rows] = best.mean(dim=1)
+        return out
+
+    def psi_output(self, f2f: Tensor, q: _Group, t: _Group) -> Tensor:
+        """ψ (HAP-VR Eq. 4) of every block at once, then hardtanh ([−1, 1]) or its [0, 1] squash."""
+        dev = f2f.device
+        masks = [(_valid(q, lv, dev)[:, None] & _valid(t, lv, dev)[None, :]).to(f2f.dtype) for lv in range(3)]
+        psi = self.psi
+        x = f2f[None, None]
+        for level, conv in enumerate((psi.conv1, psi.conv2)):
+            x = F.relu_(F.conv2d(x, conv.weight, conv.bias, padding=1).mul_(masks[level]))
+            x = F.max_pool2d(x, 2).mul_(masks[level + 1])
+        x = F.relu_(F.conv2d(x, psi.conv3.weight, psi.conv3.bias, padding=1).mul_(masks[2]))
+        x = F.conv2d(x, psi.fconv.weight, psi.fconv.bias)[0, 0]
+        return F.hardtanh(x) if self.model.signed_scores else squash(x)
+
+    def block_scores(self, q: _Group, t: _Group, max_cells: int) -> Tensor:
+        """Scores ``[pieces of q, pieces of t]`` (HAP-VR Eq. 3–5) of every pair of the two groups."""
+        out = self.frame_matrix(q, t, max_cells)
+        if self.psi is not None:
+            out = self.psi_output(out, q, t)
+        scale = 2 ** self.level
+        columns = []
+        for start, length in zip(t.starts, t.lengths):
+            block = out[:, start // scale:start // scale + length // scale]
+            k = max(round(block.shape[1] * self.model.temporal_k), 1)
+            columns.append(block.amax(dim=1) if k == 1 else block.topk(k, dim=1).values.mean(dim=1))
+        best = torch.stack(columns, dim=1)                      # [Lq / scale, pieces of t]
+        weights = torch.zeros(len(q.starts), best.shape[0], device=best.device, dtype=best.dtype)
+        for i, (start, length) in enumerate(zip(q.starts, q.lengths)):
+            weights[i, start // scale:start // scale + length // scale] = 1.0 / (length // scale)
+        return weights @ best
+
+
+def _query_groups(queries: list[Tensor], align: int, rows_cap: int, device: torch.device) -> list[_Group]:
+    groups, current, owners, size = [], [], [], 0
+    for index, frames in enumerate(queries):
+        slot = _slot(frames.shape[0], align)
+        if current and size + slot > rows_cap:
+            groups.append(_pack(current, owners, align, device))
+            current, owners, size = [], [], 0
+        current.append(frames)
+        owners.append(index)
+        size += slot
+    if current:
+        groups.append(_pack(current, owners, align, device))
+    return groups
+
+
+@torch.no_grad()
+def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Iterable[Mapping],
+                 database: Iterable[Mapping], *, device: str | torch.device | None = None, progress: bool = True,
+                 max_cells: int = 2 ** 21, chunk_frames: int = CHUNK_FRAMES,
+                 min_len: int | None = None) -> dict[str, dict[str, float]]:
+    """``{query_id: {target_id: similarity}}`` of a similarity network over a streamed database (HAP-VR Eq. 3–5).
+
+    ``queries`` and ``database`` are sequences, iterables or Datasets of ``{"id": str, "frames": float
+    [T, R, D] or [T, D]}`` items (what :class:`hapref.data.HDF5Features` yields); the database is read
+    once, in order, and never held in memory. ``model`` is a
+    :class:`hapref.similarity.VideoSimilarityNetwork`: a released network of
+    :func:`hapref.models.load_released_network`, a hapref-trained one, or one without ψ.
+
+    The result equals the released evaluation loop (https://github.com/gkordo/s2vs, evaluation.py)
+    pair by pair: videos shorter than ``min_len`` frames (default: the model's ``min_len``) are
+    doubled until long enough; targets longer than ``chunk_frames`` are cut into chunks of that many
+    frames and their chunk similarities averaged (a last chunk shorter than ψ's 4 frames, on which
+    the released loop fails, is doubled like a short video); scores are in [−1, 1] for networks with
+    ``signed_scores`` and in [0, 1] otherwise.
+
+    ``max_cells`` bounds the frame pairs scored at once (peak memory about 400 bytes each, float32):
+    every query and target group is sized so that rows × columns stay within it, except that a
+    single query × single target chunk larger than that is scored on its own. ``device``: where to
+    compute (default: the model's; a copy of the model is moved there). Videos are packed, never
+    padded to the longest one.
+
+    Examples:
+        >>> import torch
+        >>> from hapref.similarity import VideoSimilarityNetwork
+        >>> net = VideoSimilarityNetwork(dims=8, attention=True, signed_scores=True).eval()
+        >>> g = torch.Generator().manual_seed(0)
+        >>> unit = lambda t: torch.nn.functional.normalize(torch.randn(t, 9, 8, generator=g), dim=-1)
+        >>> videos = [{"id": f"v{i}", "frames": unit(t)} for i, t in enumerate([5, 11, 3])]
+        >>> sims = similarities(net, videos[:1], videos, progress=False)
+        >>> sorted(sims["v0"])
+        ['v0', 'v1', 'v2']
+        >>> padded = net.score(videos[0]["frames"][None], videos[1]["frames"][None])
+        >>> abs(sims["v0"]["v1"] - padded.item()) < 1e-5
+        True
+    """
+    if not isinstance(model, VideoSimilarityNetwork):
+        raise TypeError(f"model must be a hapref.similarity.VideoSimilarityNetwork, got {type(model).__name__}")
+    if max_cells < 1 or chunk_frames < 4:
+        raise ValueError(f"max_cells must be >= 1 and chunk_frames >= 4, got {max_cells} and {chunk_frames}")
+    min_len = model.min_len if min_len is None else min_len
+    if min_len < (4 if model.comparator is not None else 1):
+        raise ValueError(f"min_len must be >= 4 for a network with ψ (>= 1 without), got {min_len}")
+    if device is None:
+        params = list(model.parameters())
+        device = params[0].device if params else torch.device("cpu")
+    device = torch.device(device)
+    if any(p.device != device for p in model.parameters()):
+        model = copy.deepcopy(model).to(device)  # the caller's model stays where it is
+    was_training = model.training
+    model.eval()
+    scorer = _Scorer(model, device)
+    align = scorer.align
+
+    query_ids, query_frames = [], []
+    for item in tqdm(queries, disable=not progress, desc="queries"):
+        vid, frames = _frames_of(item, "queries")
+        query_ids.append(vid)
+        query_frames.append(tile_to_min_len(frames, min_len))
+    if not query_ids:
+        raise ValueError("queries must hold at least one video")
+    rows_cap = max(1, max_cells // _slot(chunk_frames, align))
+    groups = [_index(model, g) for g in _query_groups(query_frames, align, rows_cap, device)]
+    cols_cap = max(1, max_cells // max(g.size for g in groups))
+    result: dict[str, dict[str, float]] = {vid: {} for vid in query_ids}
+
+    pending: list[tuple[str, list[Tensor]]] = []
+    width = 0
+
+    def flush() -> None:
+        pieces = [p for _, chunks in pending for p in chunks]
+        owners = [i for i, (_, chunks) in enumerate(pending) for _ in chunks]
+        target = _index(model, _pack(pieces, owners, align, device))
+        counts = torch.bincount(torch.tensor(owners), minlength=len(pending)).to(device)
+        for group in groups:
+            block = scorer.block_scores(group, target, max_cells)          # [queries of group, pieces]
+            per_target = torch.zeros(block.shape[0], len(pending), device=device, dtype=block.dtype)
+            per_target.index_add_(1, torch.tensor(owners, device=device), block)
+            per_target = (per_target / counts).cpu().tolist()
+            for row, q_index in enumerate(group.owners):
+                scores = result[query_ids[q_index]]
+                for column, (target_id, _) in enumerate(pending):
+                    scores[target_id] = per_target[row][column]
+
+    for item in tqdm(database, disable=not progress, desc="database"):
+        vid, frames = _frames_of(item, "database")
+        frames = tile_to_min_len(frames, min_len)
+        chunks = [tile_to_min_len(frames[i:i + chunk_frames], align) for i in range(0, frames.shape[0], chunk_frames)]
+        slots = sum(_slot(c.shape[0], align) for c in chunks)
+        if pending and width + slots > cols_cap:
+            flush()
+            pending, width = [], 0
+        pending.append((vid, chunks))
+        width += slots
+    if pending:
+        flush()
+    model.train(was_training)
+    return result
+
+
+def _index(model: VideoSimilarityNetwork, group: _Group) -> _Group:
+    """The group with the model's region attention applied (zero frames stay zero)."""
+    if model.attention is None:
+        return group
+    return _Group(model.index(group.features[None])[0], group.starts, group.lengths, group.owners)
