@@ -319,11 +319,71 @@ def test_load_fivr_pickle_and_json(tmp_path):
     as_sets = {**data, "5k": {"queries": {"q2", "q1"}, "database": set(data["5k"]["database"])}}
     assert load_fivr(_pickle(tmp_path / "sets.pickle", as_sets)).database == sorted(data["5k"]["database"])
     restricted = ann.restrict(["q1", "a", "c"])
-    assert restricted.queries == ["q1"] and restricted.relevance("CSVR").tolist() == [[False, True, True]]
+    assert restricted.database == ["a", "c", "q1"]  # sorted, as the released evaluator orders it
+    assert restricted.queries == ["q1"] and restricted.relevance("CSVR").tolist() == [[True, True, False]]
     with pytest.raises(ValueError, match="task"):
         ann.relevance("EVVE")
     with pytest.raises(ValueError, match="version"):
         load_fivr(tmp_path / "fivr.pickle", "10k")
+
+
+def test_load_fivr_keeps_every_label_of_a_video(tmp_path):
+    from hapref.data.loaders import load_fivr
+    annotation = {"q": {"ND": ["a"], "DS": ["b"], "CS": ["b", "c"], "DA": ["a", "b", "d"]}}
+    data = {"5k": {"queries": ["q"], "database": {"a", "b", "c", "d"}}, "200k": {"queries": ["q"], "database": set()},
+            "annotation": annotation}
+    ann = load_fivr(_pickle(tmp_path / "fivr.pickle", data))
+    assert ann.labels["q"]["b"] == frozenset({"DS", "CS", "DA"}) and ann.labels["q"]["a"] == frozenset({"ND", "DA"})
+    assert ann.relevance("DSVR").tolist() == [[True, True, False, False]]  # b stays DS although also CS and DA
+    assert ann.relevance("DAVR").tolist() == [[True, True, False, True]]
+
+
+def test_loaders_refuse_hostile_pickles(tmp_path):
+    import os
+    import pickle
+
+    from hapref.data import loaders
+
+    class Exploit:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'pwned'}",))
+
+    for name, load in (("fivr.pickle", loaders.load_fivr), ("evve.pickle", loaders.load_evve),
+                       ("cc.pickle", loaders.load_cc_web_video), ("vcdb.pickle", loaders.load_vcdb)):
+        path = tmp_path / name
+        path.write_bytes(pickle.dumps({"annotation": Exploit(), "5k": {}, "200k": {}}))
+        with pytest.raises(ValueError, match=f"{name}.*(posix|os)\\.system"):
+            load(path)
+    assert not (tmp_path / "pwned").exists()
+    import collections
+    path = tmp_path / "ordered.pickle"
+    path.write_bytes(pickle.dumps(collections.OrderedDict(a=1)))
+    with pytest.raises(ValueError, match="ordered.pickle.*collections.OrderedDict"):
+        loaders.load_evve(path)
+
+
+@pytest.mark.parametrize("content, loader, message", [
+    (b"not a pickle", "load_evve", "not a valid pickle"),
+    ({"annotation": {}, "queries": ["q"]}, "load_evve", "keys"),
+    ({"annotation": {"e": ({"q"}, ["a"], set())}, "queries": ["q"], "database": ["a"]}, "load_evve", "tuple"),
+    ({"5k": {"queries": ["q"]}, "200k": {"queries": [], "database": []}, "annotation": {}}, "load_fivr", "database"),
+    ({"5k": {"queries": [1], "database": []}, "200k": {"queries": [], "database": []}, "annotation": {}},
+     "load_fivr", "string ids"),
+    ({"index": {"a": 1}, "queries": ["a"], "ground_truth": [{1: "E"}], "excluded": []}, "load_cc_web_video",
+     "one entry per query"),
+    ({"video_pairs": [{"videos": ["a"]}], "index": ["a"], "negs": []}, "load_vcdb", "video_pairs"),
+    ([1, 2], "load_vcdb", "S2VS"),
+])
+def test_malformed_annotation_files_name_the_file(tmp_path, content, loader, message):
+    import pickle
+    from hapref.data import loaders
+    path = tmp_path / "bad_file.pickle"
+    path.write_bytes(content if isinstance(content, bytes) else pickle.dumps(content, protocol=3))
+    with pytest.raises(ValueError, match=f"bad_file.pickle.*{message}"):
+        getattr(loaders, loader)(path)
+    (tmp_path / "test_groundtruth").write_text("1.mp4 2.mp4 1\n1.mp4 3.mp4 yes\n")
+    with pytest.raises(ValueError, match="test_groundtruth.*line 2"):
+        loaders.load_svd(tmp_path / "test_groundtruth")
 
 
 def test_load_evve_svd_ccweb_vcdb(tmp_path):

@@ -15,17 +15,22 @@ import pickle
 from pathlib import Path
 
 #: The only globals a released annotation / similarity pickle may name.
-ALLOWED_GLOBALS: frozenset[tuple[str, str]] = frozenset({("builtins", "set"), ("builtins", "frozenset")})
+ALLOWED_GLOBALS: frozenset[tuple[str, str]] = frozenset(
+    (module, name) for module in ("builtins", "__builtin__") for name in ("set", "frozenset"))  # protocol 2: __builtin__
+
+
+class _Refused(pickle.UnpicklingError):
+    """A global or persistent id the restricted unpickler does not resolve."""
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):  # noqa: D102 (pickle API)
         if (module, name) in ALLOWED_GLOBALS:
             return set if name == "set" else frozenset
-        raise pickle.UnpicklingError(f"global '{module}.{name}' is not allowed")
+        raise _Refused(f"global '{module}.{name}' is not allowed")
 
     def persistent_load(self, pid):  # noqa: D102 (pickle API)
-        raise pickle.UnpicklingError("persistent ids are not allowed")
+        raise _Refused("persistent ids are not allowed")
 
 
 def load_pickle(path: str | os.PathLike) -> object:
@@ -58,8 +63,8 @@ def load_pickle(path: str | os.PathLike) -> object:
     data = path.read_bytes()
     try:
         return _RestrictedUnpickler(io.BytesIO(data)).load()
-    except pickle.UnpicklingError as err:
+    except _Refused as err:
         raise ValueError(f"{path}: refused to unpickle: {err} (only built-in values, set and frozenset are "
                          "accepted)") from None
-    except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError) as err:
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError) as err:
         raise ValueError(f"{path} is not a valid pickle file ({type(err).__name__}: {err})") from None

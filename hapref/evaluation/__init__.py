@@ -1,0 +1,16 @@
+"""hapref.evaluation — the published evaluation protocols of the real benchmarks, exactly and fast.
+
+::
+
+    from hapref.evaluation import evaluate, dataset_ids
+    results = evaluate("fivr-5k", similarities, root="~/data/hapref")   # {query: {target: score}} or [Q, N]
+    results["DSVR"], results["DSVR_h"]                                  # the released evaluator's numbers
+
+``python -m hapref.evaluation fivr-5k --similarities sims.pk --root DIR`` does the same from the command
+line. :mod:`hapref.evaluation.fixtures` writes small files in the released layouts (tests, the book).
+"""
+
+from hapref.evaluation.protocols import (DATASETS, RESULT_KEYS, annotation_root, dataset_ids, evaluate,
+                                         ranked_ap)
+
+__all__ = ["annotation_root", "DATASETS", "dataset_ids", "evaluate", "ranked_ap", "RESULT_KEYS"]

@@ -1,0 +1,420 @@
+"""hapref.evaluation: evaluate() against slow literal transcriptions of the released evaluators.
+
+The ``_ref_*`` functions below follow the released protocols step by step (plain Python loops, the
+released AP primitive with numpy's argsort); they run on real-layout fixtures always and on the real
+annotation files in ``<repo>/../shared/data/annotations`` when that folder exists (FIVR-5K and id subsets,
+so the file stays well under a minute).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from hapref.data import loaders
+from hapref.evaluation import dataset_ids, evaluate, ranked_ap
+from hapref.evaluation.fixtures import fixture_similarities, write_fixtures
+
+REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+needs_real = pytest.mark.skipif(not (REAL / "annotations").is_dir(), reason="real annotation files absent")
+
+
+# ------------------------------------------------------------------------------ slow literal transcriptions
+def _released_ap(y_true, y_score, gt_len):
+    """Sort by numpy's argsort reversed, precision@k = cumsum/k, AP = sum(precision · rel) / gt_len."""
+    y = np.array(y_true, dtype=float)[np.argsort(np.array(y_score, dtype=float))[::-1]]
+    precision = np.cumsum(y) / (np.arange(len(y)) + 1)
+    return float(np.sum(precision * y / gt_len))
+
+
+def _ref_fivr(similarities, all_db, data, version, easy):
+    queries = sorted(data[version]["queries"])
+    database = set(data[version]["database"])
+    all_db = database if all_db is None else database & set(all_db)
+    tasks = {"DSVR": ["ND", "DS"], "CSVR": ["ND", "DS", "CS"], "ISVR": ["ND", "DS", "CS", "IS"]}
+    out = {}
+    for db, ext in ((all_db, ""), (all_db - easy, "_h")):
+        for task, labels in tasks.items():
+            aps, y_all, s_all, gt_all = [], [], [], 0
+            for query, targets in similarities.items():
+                if query not in queries:
+                    continue
+                gt = set()
+                for label in labels:
+                    gt.update(data["annotation"][query].get(label, []))
+                gt = (gt & db) - {query}
+                y, s = [], []
+                for target, sim in targets.items():
+                    if target != query and target in db:
+                        y.append(int(target in gt))
+                        s.append(float(sim))
+                if gt:
+                    aps.append(_released_ap(y, s, len(gt)))
+                y_all += y
+                s_all += s
+                gt_all += len(gt)
+            out[task + ext] = float(np.mean(aps))
+            out[task[:-1] + "D" + ext] = _released_ap(y_all, s_all, gt_all)
+    return out
+
+
+def _ref_evve(similarities, all_db, data):
+    queries = sorted(data["queries"])
+    event_of = {q: e for e, (qs, _, _) in data["annotation"].items() for q in qs}
+    aps, y_all, s_all, gt_all = [], [], [], 0
+    for query in queries:
+        if query not in similarities:
+            continue
+        targets = similarities[query]
+        pos = data["annotation"][event_of[query]][1]
+        if all_db:
+            pos = pos & all_db
+        ranks, n_ext = [], 0
+        for ri, name in enumerate(sorted(targets, key=lambda x: targets[x], reverse=True)):
+            if name in pos:
+                ranks.append(ri - n_ext)
+            if name not in all_db:
+                n_ext += 1
+        ap = 0.0
+        if pos and ranks:
+            for ntp, rank in enumerate(ranks):
+                before = 1.0 if rank == 0 else ntp / rank
+                ap += (before + (ntp + 1) / (rank + 1)) / 2.0 / len(pos)
+        aps.append(ap)
+        for target, sim in targets.items():
+            if target in all_db:
+                y_all.append(target in pos)
+                s_all.append(sim)
+        gt_all += len(pos)
+    return {"EVVE_mAP": float(np.mean(aps)), "EVVE_uAP": _released_ap(y_all, s_all, gt_all)}
+
+
+def _ref_cc_web(similarities, data):
+    out = {}
+    for key, all_videos, clean in (("mAP", False, False), ("mAP_star", True, False), ("mAP_c", False, True),
+                                   ("mAP_c_star", True, True)):
+        total = 0.0
+        for qset, labels in enumerate(data["ground_truth"]):
+            query = data["queries"][qset]
+            if query not in similarities:
+                continue
+            res = similarities[query]
+            i = ri = s = 0.0
+            for name in sorted(res, key=lambda x: res[x], reverse=True):
+                if name not in data["index"]:
+                    continue
+                video = data["index"][name]
+                if (all_videos or video in labels) and (not clean or video not in data["excluded"][qset]):
+                    ri += 1
+                    if video in labels and labels[video] in "ESLMV":
+                        i += 1
+                        s += i / ri
+            positives = sum(1 for k, v in labels.items()
+                            if v in "ESLMV" and (not clean or k not in data["excluded"][qset]))
+            total += s / positives
+        out[key] = total / len(set(data["queries"]) & set(similarities))
+    return out
+
+
+def _ref_svd(similarities, all_db, lines):
+    from sklearn.metrics import average_precision_score
+    gt = {}
+    for line in lines:
+        q, c, label = line.split()
+        gt.setdefault(q, {})[c] = int(label)
+    aps, y_all, s_all = [], [], []
+    for query, targets in gt.items():
+        res = similarities[query]
+        y = [label for t, label in targets.items() if t in all_db]
+        s = [res[t] for t in targets if t in all_db]
+        aps.append(average_precision_score(y, s))
+        y_all += y
+        s_all += s
+    return {"mAP": float(np.mean(aps)), "uAP": _released_ap(y_all, s_all, y_all.count(1))}
+
+
+def _ref_vcdb(similarities, all_db, queries, positives):
+    aps, y_all, s_all, gt_all = [], [], [], 0
+    for query in queries:
+        if query not in similarities:
+            continue
+        gt = positives[query] & all_db
+        y, s = [], []
+        for target, sim in similarities[query].items():
+            if target != query and target in all_db:
+                y.append(int(target in gt))
+                s.append(float(sim))
+        aps.append(_released_ap(y, s, len(gt)))
+        y_all += y
+        s_all += s
+        gt_all += len(gt)
+    return {"VCDB_mAP": float(np.mean(aps)), "VCDB_uAP": _released_ap(y_all, s_all, gt_all)}
+
+
+def _close(got: dict, want: dict, tol: float = 1e-9) -> None:
+    assert list(got) == list(want) or set(got) == set(want), (sorted(got), sorted(want))
+    for key in want:
+        assert abs(got[key] - want[key]) <= tol, (key, got[key], want[key])
+
+
+# ------------------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def fixture_root(tmp_path_factory):
+    return write_fixtures(tmp_path_factory.mktemp("annotations_root"), seed=3)
+
+
+def _sims(dataset, root, seed=0, decimals=None):
+    ann = {"fivr-5k": lambda p: loaders.load_fivr(p, "5k"), "fivr-200k": lambda p: loaders.load_fivr(p, "200k"),
+           "evve": loaders.load_evve, "svd": loaders.load_svd, "cc_web_video": loaders.load_cc_web_video,
+           "vcdb": loaders.load_vcdb}[dataset]
+    folder = {"fivr-5k": "fivr", "fivr-200k": "fivr"}.get(dataset, dataset)
+    from hapref.evaluation.fixtures import annotation_path
+    a = ann(annotation_path(root, folder))
+    relevant = a.relevance().numpy()
+    if dataset == "cc_web_video":  # the query's own match is labelled E
+        relevant |= np.array([[v == q for v in a.database] for q in a.queries])
+    return a, fixture_similarities(a.queries, a.database, relevant, seed=seed, decimals=decimals)
+
+
+def _load(path):
+    with open(path, "rb") as f:
+        return pickle.load(f)  # test-only: files this test wrote or the pinned real files
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fivr_matches_reference_on_fixtures(fixture_root, seed):
+    folder = fixture_root / "annotations" / "fivr"
+    data = _load(folder / "fivr.pickle")
+    easy = set((folder / "fivr_easy_duplicates.txt").read_text().split())
+    for version in ("5k", "200k"):
+        ann, sims = _sims(f"fivr-{version}", fixture_root, seed)
+        _close(evaluate(f"fivr-{version}", sims, fixture_root), _ref_fivr(sims, None, data, version, easy))
+        drop = set(ann.database[::5])
+        available = [v for v in ann.database + ann.queries if v not in drop]
+        _close(evaluate(f"fivr-{version}", sims, fixture_root, available),
+               _ref_fivr(sims, available, data, version, easy))
+        tensor = torch.tensor([[sims[q][v] for v in ann.database] for q in ann.queries], dtype=torch.float64)
+        _close(evaluate(f"fivr-{version}", tensor, fixture_root), evaluate(f"fivr-{version}", sims, fixture_root))
+
+
+def test_fivr_fixture_has_the_real_quirks(fixture_root):
+    folder = fixture_root / "annotations" / "fivr"
+    data = _load(folder / "fivr.pickle")
+    assert isinstance(data["5k"]["queries"], list) and isinstance(data["5k"]["database"], set)
+    assert data["5k"]["queries"] != sorted(data["5k"]["queries"])
+    assert set(data["5k"]["queries"]) & data["5k"]["database"]  # a query that is also a database video
+    multi = [(q, v) for q, per in data["annotation"].items()
+             for v in {v for ids in per.values() for v in ids} if sum(v in ids for ids in per.values()) > 1]
+    assert multi
+    easy = set((folder / "fivr_easy_duplicates.txt").read_text().split())
+    ann = loaders.load_fivr(folder / "fivr.pickle")
+    assert not ann.without(easy).relevance("DSVR").all(1).all() and (~ann.without(easy).relevance("DSVR").any(1)).any()
+
+
+@pytest.mark.parametrize("decimals", [None, 1])
+def test_evve_and_cc_web_match_reference_with_and_without_ties(fixture_root, decimals):
+    """EVVE's and CC_WEB_VIDEO's mAP sort stably: tied scores keep the dict order, so even ties are defined."""
+    data = _load(fixture_root / "annotations" / "evve" / "evve.pickle")
+    ann, sims = _sims("evve", fixture_root, decimals=decimals)
+    got, want = evaluate("evve", sims, fixture_root), _ref_evve(sims, set(ann.queries) | set(ann.database), data)
+    assert abs(got["EVVE_mAP"] - want["EVVE_mAP"]) < 1e-12
+    if decimals is None:
+        _close(got, want)
+    available = set(ann.database[::2])  # positives shrink and unavailable targets shift later ranks
+    _close(evaluate("evve", sims, fixture_root, available) | {"EVVE_uAP": 0.0},
+           _ref_evve(sims, available, data) | {"EVVE_uAP": 0.0})
+    cc = _load(fixture_root / "annotations" / "cc_web_video" / "cc_web_video.pickle")
+    _, sims = _sims("cc_web_video", fixture_root, decimals=decimals)
+    _close(evaluate("cc_web_video", sims, fixture_root), _ref_cc_web(sims, cc), 1e-12)
+
+
+def test_cc_web_counts_self_match_and_missing_positive(fixture_root):
+    cc = _load(fixture_root / "annotations" / "cc_web_video" / "cc_web_video.pickle")
+    ann = loaders.load_cc_web_video(fixture_root / "annotations" / "cc_web_video" / "cc_web_video.pickle")
+    ideal = {q: {v: float(v == q) + float(cc["ground_truth"][i].get(cc["index"][v], "x") in "ESLMV")
+                 for v in ann.database} for i, q in enumerate(ann.queries)}
+    got = evaluate("cc_web_video", ideal, fixture_root)
+    assert got == pytest.approx(_ref_cc_web(ideal, cc), abs=1e-12)
+    assert got["mAP"] < 1.0  # the positive missing from the index is never retrieved but still counts
+    cc["ground_truth"][0] = {k: v for k, v in cc["ground_truth"][0].items() if k in cc["index"].values()}
+    assert _ref_cc_web(ideal, cc)["mAP"] == pytest.approx(1.0)
+
+
+def test_svd_and_vcdb_match_reference(fixture_root):
+    lines = (fixture_root / "annotations" / "svd" / "test_groundtruth").read_text().splitlines()
+    ann, sims = _sims("svd", fixture_root)
+    with_mp4 = {f"{q}.mp4": {f"{t}.mp4": s for t, s in row.items()} for q, row in sims.items()}
+    all_db = set(with_mp4) | {t for row in with_mp4.values() for t in row}
+    want = _ref_svd(with_mp4, all_db, lines)
+    _close(evaluate("svd", with_mp4, fixture_root), want)
+    _close(evaluate("svd", sims, fixture_root), want)
+    unlabeled = ["900.mp4", "901.mp4"]
+    extra = {q: {**row, "900": -5.0, "901": 9.0} for q, row in sims.items()}
+    got = evaluate("svd", extra, fixture_root, unlabeled=unlabeled)
+    assert got["mAP"] < want["mAP"]  # a distractor above everything lowers every AP
+    q, db = dataset_ids("svd", fixture_root, unlabeled=unlabeled)
+    tensor = np.array([[extra[a].get(b, -9.0) for b in db] for a in q])
+    _close(evaluate("svd", tensor, fixture_root, unlabeled=unlabeled), got)
+
+    queries, positives, _ = loaders.read_vcdb(fixture_root / "annotations" / "vcdb" / "vcdb.pickle")
+    ann, sims = _sims("vcdb", fixture_root)
+    all_db = set(sims) | {t for row in sims.values() for t in row}
+    _close(evaluate("vcdb", sims, fixture_root), _ref_vcdb(sims, all_db, queries, positives))
+    core_only = {q: {t: s for t, s in row.items() if t in set(queries)} for q, row in sims.items()}
+    _close(evaluate("vcdb", core_only, fixture_root, available=queries),
+           _ref_vcdb(core_only, set(queries), queries, positives))
+
+
+# ---------------------------------------------------------------------------------------------------- ties
+def test_tie_policy_is_the_expected_value_over_tie_orders():
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        scores = rng.integers(0, 3, size=7).astype(float)
+        relevant = rng.random(7) < 0.5
+        if not relevant.any():
+            continue
+        gt_len = int(relevant.sum()) + int(rng.integers(0, 2))
+        order = np.argsort(-scores, kind="stable")
+        s, r = scores[order], relevant[order]
+        groups = [list(range(len(s)))[i:j] for i, j in itertools.pairwise(
+            [0] + [k for k in range(1, len(s)) if s[k] != s[k - 1]] + [len(s)])]
+        values = []
+        for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
+            y = r[[k for p in perms for k in p]]
+            values.append(np.sum(np.cumsum(y) / np.arange(1, len(y) + 1) * y) / gt_len)
+        assert ranked_ap(scores, relevant, gt_len) == pytest.approx(np.mean(values), abs=1e-12)
+        assert min(values) - 1e-12 <= ranked_ap(scores, relevant, gt_len) <= max(values) + 1e-12
+
+
+def test_ties_do_not_depend_on_the_stored_order(fixture_root):
+    _, sims = _sims("fivr-5k", fixture_root, decimals=0)
+    reversed_sims = {q: dict(reversed(list(row.items()))) for q, row in reversed(list(sims.items()))}
+    assert evaluate("fivr-5k", sims, fixture_root) == pytest.approx(evaluate("fivr-5k", reversed_sims, fixture_root),
+                                                                   abs=1e-12)
+    # groups of only relevant or only irrelevant items: every order agrees and so does evaluate
+    folder = fixture_root / "annotations" / "fivr"
+    ann = loaders.load_fivr(folder / "fivr.pickle")
+    rel = ann.relevance("ISVR").numpy()
+    coarse = {q: {v: float(rel[i, j]) for j, v in enumerate(ann.database)} for i, q in enumerate(ann.queries)}
+    easy = set((folder / "fivr_easy_duplicates.txt").read_text().split())
+    got = evaluate("fivr-5k", coarse, fixture_root)
+    want = _ref_fivr(coarse, None, _load(folder / "fivr.pickle"), "5k", easy)
+    assert got["ISVR"] == pytest.approx(want["ISVR"], abs=1e-12) == pytest.approx(1.0)
+
+
+# --------------------------------------------------------------------------------------------- bad inputs
+def test_bad_inputs_are_refused(fixture_root, tmp_path):
+    q, db = dataset_ids("evve", fixture_root)
+    with pytest.raises(ValueError, match="dataset"):
+        evaluate("fivr-10k", {}, fixture_root)
+    with pytest.raises(ValueError, match="shape"):
+        evaluate("evve", np.zeros((len(q), len(db) + 1)), fixture_root)
+    with pytest.raises(ValueError, match="NaN"):
+        evaluate("evve", np.full((len(q), len(db)), np.nan), fixture_root)
+    with pytest.raises(TypeError, match="similarities"):
+        evaluate("evve", [[0.0]], fixture_root)
+    with pytest.raises(FileNotFoundError, match="annotations/evve"):
+        evaluate("evve", {}, tmp_path)
+    with pytest.raises(ValueError, match="no EVVE query"):
+        evaluate("evve", {"unknown": {"a": 1.0}}, fixture_root)
+
+
+# ------------------------------------------------------------------------------------------------------ CLI
+def test_cli_reads_pickle_and_json_and_writes_results(fixture_root, tmp_path, capsys):
+    from hapref.evaluation.__main__ import main
+    _, sims = _sims("evve", fixture_root)
+    (tmp_path / "sims.pk").write_bytes(pickle.dumps(sims, protocol=3))
+    (tmp_path / "sims.json").write_text(json.dumps(sims))
+    assert main(["evve", "--similarities", str(tmp_path / "sims.pk"), "--root", str(fixture_root),
+                 "--out", str(tmp_path / "results.json")]) == 0
+    printed = capsys.readouterr().out
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results == pytest.approx(evaluate("evve", sims, fixture_root)) and "μAP" in printed
+    assert main(["evve", "--similarities", str(tmp_path / "sims.json"), "--root", str(fixture_root)]) == 0
+    (tmp_path / "evil.pk").write_bytes(pickle.dumps({"q": Path("x")}))
+    with pytest.raises(SystemExit):
+        main(["evve", "--similarities", str(tmp_path / "evil.pk"), "--root", str(fixture_root)])
+    assert "evil.pk" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------- real files
+@pytest.fixture(scope="module")
+def real_fivr():
+    folder = REAL / "annotations" / "fivr"
+    return _load(folder / "fivr.pickle"), set((folder / "fivr_easy_duplicates.txt").read_text().split())
+
+
+@needs_real
+def test_real_fivr_5k_matches_reference(real_fivr):
+    data, easy = real_fivr
+    ann = loaders.load_fivr(REAL / "annotations" / "fivr" / "fivr.pickle", "5k")
+    rel = ann.relevance("ISVR").numpy()
+    for seed, available in ((0, None), (1, [v for v in ann.database[::3]] + ann.queries)):
+        sims = fixture_similarities(ann.queries, ann.database, rel, seed=seed, separation=1.5)
+        _close(evaluate("fivr-5k", sims, REAL, available), _ref_fivr(sims, available, data, "5k", easy), 1e-9)
+
+
+@needs_real
+def test_real_fivr_multi_label_pairs_are_kept(real_fivr):
+    data, _ = real_fivr
+    ann = loaders.load_fivr(REAL / "annotations" / "fivr" / "fivr.pickle", "5k")
+    database = set(ann.database)
+    inside = [(q, v) for q in ann.queries for v, labels in ann.labels[q].items() if v in database]
+    assert len(inside) == 1945 and sum(len(ann.labels[q][v]) > 1 for q, v in inside) == 646
+    one_label = {q: {v: label for label, ids in data["annotation"][q].items() for v in ids} for q in ann.queries}
+    lost = sum(1 for q, v in inside if v != q and not {"ND", "DS"}.isdisjoint(ann.labels[q][v])
+               and one_label[q][v] not in ("ND", "DS"))
+    assert lost == 354
+
+
+@needs_real
+def test_real_evve_svd_cc_web_vcdb_match_reference():
+    ann = loaders.load_evve(REAL / "annotations" / "evve" / "evve.pickle")
+    data = _load(REAL / "annotations" / "evve" / "evve.pickle")
+    sims = fixture_similarities(ann.queries, ann.database, ann.relevance().numpy(), seed=0)
+    _close(evaluate("evve", sims, REAL), _ref_evve(sims, set(sims) | set(ann.database), data))
+
+    lines = (REAL / "annotations" / "svd" / "test_groundtruth").read_text().splitlines()
+    svd = loaders.load_svd(REAL / "annotations" / "svd" / "test_groundtruth")
+    rng = np.random.default_rng(0)
+    sims = {f"{q}.mp4": {f"{c}.mp4": float(rng.normal() + (label == frozenset("1")))
+                         for c, label in svd.labels[q].items()} for q in svd.queries}
+    all_db = set(sims) | {t for row in sims.values() for t in row}
+    _close(evaluate("svd", sims, REAL), _ref_svd(sims, all_db, lines))
+
+    cc = _load(REAL / "annotations" / "cc_web_video" / "cc_web_video.pickle")
+    ann = loaders.load_cc_web_video(REAL / "annotations" / "cc_web_video" / "cc_web_video.pickle")
+    relevant = ann.relevance().numpy() | np.array([[v == q for v in ann.database] for q in ann.queries])
+    sims = fixture_similarities(ann.queries, ann.database, relevant, seed=0, separation=2.0)
+    _close(evaluate("cc_web_video", sims, REAL), _ref_cc_web(sims, cc))
+
+    queries, positives, negs = loaders.read_vcdb(REAL / "annotations" / "vcdb" / "vcdb.pickle")
+    assert len(queries) == 528 and len(negs) == 99176
+    sub = queries + negs[:2000]
+    rel = np.array([[v in positives[q] for v in sub] for q in queries])
+    sims = fixture_similarities(queries, sub, rel, seed=0, separation=2.0)
+    _close(evaluate("vcdb", sims, REAL), _ref_vcdb(sims, set(sub), queries, positives))
+
+
+@needs_real
+def test_real_fivr_200k_is_fast():
+    import time
+    queries, database = dataset_ids("fivr-200k", REAL)
+    assert (len(queries), len(database)) == (100, 225960)
+    scores = torch.from_numpy(np.random.default_rng(0).random((100, len(database)), dtype=np.float32))
+    start = time.perf_counter()
+    results = evaluate("fivr-200k", scores, REAL)
+    assert time.perf_counter() - start < 30 and 0 < results["DSVR"] < 0.2  # random scores: low mAP
+
+
+@needs_real
+def test_real_pickles_load_with_the_restricted_unpickler():
+    from hapref.data.unpickle import load_pickle
+    for name in ("fivr/fivr.pickle", "evve/evve.pickle", "cc_web_video/cc_web_video.pickle", "vcdb/vcdb.pickle"):
+        assert load_pickle(REAL / "annotations" / name) == _load(REAL / "annotations" / name)
