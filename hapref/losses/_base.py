@@ -25,7 +25,7 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
     Scores must be finite: ±inf would make the value or the gradient NaN.
     """
 
-    #: True when a query row costs O(|P|·M) memory (positives × candidates); such losses are
+    #: True when a query row costs ``O(|P|·M)`` memory (positives × candidates); such losses are
     #: chunked over queries so that one chunk holds at most ``max_elements`` pair terms.
     pairwise: bool = False
 
@@ -37,7 +37,15 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
 
     @abstractmethod
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        """Loss of each query ``[Q]`` from float scores and disjoint bool flags of positives/negatives."""
+        """Loss of each query ``[Q]`` from float scores ``[Q, M]`` and disjoint bool flags ``[Q, M]`` of
+        positives/negatives (every row has a positive); no input checks, see :meth:`forward`.
+
+        Examples:
+            >>> from hapref.losses import MAE
+            >>> MAE().per_query(torch.tensor([[1.0, 0.5]]), torch.tensor([[True, False]]),
+            ...                 torch.tensor([[False, True]]))
+            tensor([0.2500])
+        """
 
     @renamed_keywords(mask="ignore")
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
@@ -92,7 +100,11 @@ def gather_positives(scores: Tensor, positive: Tensor) -> tuple[Tensor, Tensor]:
     """Scores of each row's positives packed to the left, ``[Q, P_max]``, and which slots are real.
 
     Pair terms are then built for positives only (``[Q, P_max, M]`` instead of ``[Q, M, M]``).
-    Used by the relaxed-rank AP losses (HAP-VR Eq. 8 and Eq. 11).
+    Used by the relaxed-rank AP losses (HAP-VR Eq. 8 and Eq. 11). ``scores`` float [Q, M], ``positive`` bool [Q, M].
+
+    Examples:
+        >>> gather_positives(torch.tensor([[0.1, 0.7, 0.3]]), torch.tensor([[False, True, True]]))
+        (tensor([[0.7000, 0.3000]]), tensor([[True, True]]))
     """
     count = positive.sum(dim=1)
     width = int(count.max()) if count.numel() else 0

@@ -13,6 +13,11 @@ def descending_ranks(scores: Tensor) -> Tensor:
     """1-based rank of each entry in its row, highest score first; ties broken by position.
 
     The ranking inside BlackBox-AP (HAP-VR Table 2, https://github.com/martius-lab/blackbox-backprop).
+    ``scores`` float ``[..., M]``; returns ranks of the same shape and dtype.
+
+    Examples:
+        >>> descending_ranks(torch.tensor([0.2, 0.9, 0.2]))
+        tensor([2., 1., 3.])
     """
     order = torch.argsort(scores, dim=-1, descending=True, stable=True)
     return torch.argsort(order, dim=-1).to(scores.dtype) + 1
@@ -37,7 +42,17 @@ class _BlackboxRank(Function):
 
 def blackbox_ranks(scores: Tensor, lambda_: float) -> Tensor:
     """Descending ranks divided by the row length M (as the reference ranker normalises them),
-    with the blackbox-interpolation gradient of strength λ. https://github.com/martius-lab/blackbox-backprop."""
+    with the blackbox-interpolation gradient of strength λ. https://github.com/martius-lab/blackbox-backprop.
+
+    Examples:
+        >>> s = torch.tensor([[0.1, 0.5]], requires_grad=True)
+        >>> r = blackbox_ranks(s, lambda_=4.0)
+        >>> r
+        tensor([[1.0000, 0.5000]], grad_fn=<_BlackboxRankBackward>)
+        >>> r[0, 0].backward()  # lowering the first item's rank number needs a higher score
+        >>> s.grad
+        tensor([[-0.1250,  0.1250]])
+    """
     return _BlackboxRank.apply(scores, lambda_)
 
 
@@ -47,6 +62,15 @@ class BlackBoxAP(RankingLoss):
     The value is the exact AP (ties broken by position); the gradient of both rank vectors comes
     from blackbox differentiation with interpolation strength ``lambda_`` acting on ranks / M. The reference's random
     score margin and memory of past batches are left out.
+
+    Examples:
+        >>> scores = torch.tensor([[0.9, 0.8, 0.1]], requires_grad=True)
+        >>> loss = BlackBoxAP()(scores, torch.tensor([[True, False, True]]))
+        >>> round(loss.item(), 4)  # exactly 1 − AP
+        0.1667
+        >>> loss.backward()
+        >>> bool(scores.grad[0, 2] < 0)  # raising the low positive lowers the loss
+        True
     """
 
     def __init__(self, lambda_: float = 4.0) -> None:

@@ -18,7 +18,12 @@ ScoreLoss = Callable[..., Tensor]  # any ranking loss(scores [Q, M], relevance [
 
 @dataclass(frozen=True)
 class HAPVRWeights:
-    """Trade-offs of Eq. 15: ``λ_f·L^F_AP + λ_v·L^V_AP + InfoNCE + λ_sshn·(L_hn + L_self) + λ_reg·L_reg``."""
+    """Trade-offs of Eq. 15: ``λ_f·L^F_AP + λ_v·L^V_AP + InfoNCE + λ_sshn·(L_hn + L_self) + λ_reg·L_reg``.
+
+    Examples:
+        >>> WEIGHT_PRESETS["released"]
+        HAPVRWeights(frame=6.0, video=4.0, sshn=3.0, reg=1.0)
+    """
 
     frame: float
     video: float
@@ -39,6 +44,14 @@ def frame_level_ap_loss(frame_similarity: Tensor, positive: Tensor, negative: Te
     ``frame_similarity [A, B, Ti, Tj]`` are the student's frame similarities, ``positive``/``negative``
     the Eq. 14 labels of the same shape (other frames are ignored), ``video_relevance [A, B]`` picks
     the video pairs the loss is averaged over (relevant pairs, self pairs included, as the released code).
+
+    Examples:
+        >>> from hapref.losses import QuadLinearAP, frame_pseudo_labels
+        >>> sims = torch.rand(2, 2, 4, 4)
+        >>> pos, neg = frame_pseudo_labels(sims)
+        >>> loss = frame_level_ap_loss(sims, pos, neg, torch.eye(2, dtype=torch.bool), QuadLinearAP())
+        >>> loss.shape, 0 <= loss.item() <= 1
+        (torch.Size([]), True)
     """
     frame_similarity = check_float_tensor(frame_similarity, "frame_similarity", ndim=4)
     positive = check_binary(positive, "positive", frame_similarity.shape)
@@ -57,7 +70,16 @@ class HAPVRObjective(nn.Module):
 
     ``video_loss`` is the video-level ranking loss (QuadLinear-AP in HAP-VR; any
     ``loss(scores, relevance, ignore)`` for the Table 2 comparison, or None for L_base only);
-    ``frame_loss`` the frame-level AP loss on Eq. 14 pseudo labels (None to drop it).
+    ``frame_loss`` the frame-level AP loss on Eq. 14 pseudo labels (None to drop it). ``weights`` is an
+    :class:`HAPVRWeights` or a preset name of ``WEIGHT_PRESETS`` (``"paper"``, ``"released"``).
+
+    Examples:
+        >>> from hapref.losses import QuadLinearAP
+        >>> objective = HAPVRObjective(QuadLinearAP(), None, weights="paper")
+        >>> sims = torch.tensor([[1.0, 0.8, 0.1], [0.8, 1.0, 0.2], [0.1, 0.2, 1.0]])
+        >>> terms = objective(sims, torch.tensor([[1, 1, 0], [1, 1, 0], [0, 0, 1]]), reg=torch.tensor(0.0))
+        >>> sorted(terms)
+        ['infonce', 'loss', 'reg', 'sshn', 'video_ap']
     """
 
     def __init__(self, video_loss: ScoreLoss | None, frame_loss: ScoreLoss | None,

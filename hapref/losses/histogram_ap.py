@@ -14,7 +14,14 @@ def histogram_ap(scores: Tensor, positive: Tensor, negative: Tensor, centres: Te
 
     Scores are clamped to the range of ``centres`` (descending, equally spaced) and split between
     the two nearest centres by triangular kernels. With h⁺_b, h_b the positive / total mass of bin b
-    and H⁺_b, H_b their running sums from the top bin: AP = Σ_b (H⁺_b / H_b) · (h⁺_b / |P|).
+    and H⁺_b, H_b their running sums from the top bin: ``AP = Σ_b (H⁺_b / H_b) · (h⁺_b / |P|)``.
+    ``scores`` float [Q, M], ``positive``/``negative`` bool [Q, M], ``centres`` [B] descending.
+
+    Examples:
+        >>> centres = torch.linspace(1, 0, 3)
+        >>> histogram_ap(torch.tensor([[1.0, 0.5, 0.0]]), torch.tensor([[True, False, True]]),
+        ...              torch.tensor([[False, True, False]]), centres)  # exact AP when scores sit on the centres
+        tensor([0.8333])
     """
     width = centres[0] - centres[1]
     clamped = scores.clamp(min=centres[-1].item(), max=centres[0].item())
@@ -41,6 +48,12 @@ class FastAP(RankingLoss):
     FastAP bins squared distances of unit vectors on [0, 4]; on cosine scores s = 1 − d/2 this is the
     score range (−1, 1), the default, and matches pytorch-metric-learning's ``FastAPLoss`` (see tests).
     A list-wise baseline of HAP-VR Table 2 (FastAP, https://github.com/kunhe/FastAP-metric-learning).
+    :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals pytorch-metric-learning's ``FastAPLoss``.
+
+    Examples:
+        >>> scores = torch.tensor([[0.8, 0.6, -0.2]])
+        >>> round(FastAP(num_bins=10)(scores, torch.tensor([[True, False, True]])).item(), 4)
+        0.1667
     """
 
     def __init__(self, num_bins: int = 10, score_range: tuple[float, float] = (-1.0, 1.0)) -> None:
@@ -62,6 +75,11 @@ class ListwiseAP(RankingLoss):
     The same estimator as :class:`FastAP` with DIR's defaults (25 centres on [0, 1]); scores
     outside the range fall into the end bins, as DIR's one-sided end kernels do.
     A list-wise baseline of HAP-VR Table 2 (https://github.com/naver/deep-image-retrieval).
+
+    Examples:
+        >>> scores = torch.tensor([[1.0, 0.5, 0.0]])
+        >>> round(ListwiseAP(num_bins=3)(scores, torch.tensor([[True, False, True]])).item(), 4)
+        0.1667
     """
 
     def __init__(self, num_bins: int = 25, score_range: tuple[float, float] = (0.0, 1.0)) -> None:

@@ -18,7 +18,7 @@ class Contrastive(RankingLoss):
 
     Per query: mean over positives of [m⁺ − s]₊ plus mean over negatives of [s − m⁻]₊. The defaults
     m⁺ = 1, m⁻ = 0 are pytorch-metric-learning's advice for cosine similarity; ``pos_margin`` must
-    exceed ``neg_margin``. On class-balanced batches :meth:`on_embeddings` equals
+    exceed ``neg_margin``. On class-balanced batches :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals
     pytorch-metric-learning's ``ContrastiveLoss`` with cosine similarity and a ``MeanReducer``
     (its default ``AvgNonZeroReducer`` averages only the non-zero pair terms).
 
@@ -48,7 +48,7 @@ class Triplet(RankingLoss):
     """Triplet loss (Schroff et al. 2015) on similarities: mean over (p, n) of [s_n − s_p + margin]₊.
 
     A pair-wise baseline of HAP-VR Table 2 (Sun et al., Circle Loss, CVPR 2020); ``margin`` ≥ 0.
-    On class-balanced batches :meth:`on_embeddings` equals pytorch-metric-learning's
+    On class-balanced batches :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals pytorch-metric-learning's
     ``TripletMarginLoss`` with cosine similarity, all triplets and a ``MeanReducer``.
 
     Examples:
@@ -82,7 +82,7 @@ class Circle(RankingLoss):
 
     softplus(logsumexp_n γ α_n (s_n − m) + logsumexp_p −γ α_p (s_p − 1 + m)) with detached weights
     α_p = [1 + m − s_p]₊, α_n = [s_n + m]₊. Defaults m = 0.25, γ = 256 (the Circle paper, TCA);
-    m must lie in [0, 1) and γ be positive. On class-balanced batches :meth:`on_embeddings` equals
+    m must lie in [0, 1) and γ be positive. On class-balanced batches :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals
     pytorch-metric-learning's ``CircleLoss`` with the same m and γ.
 
     Examples:

@@ -8,7 +8,12 @@ from hapref.losses._base import RankingLoss
 
 
 class MAE(RankingLoss):
-    """Mean absolute error |s − y| over a query's candidates, then over queries (HAP-VR Table 2)."""
+    """Mean absolute error ``|s − y|`` over a query's candidates, then over queries (HAP-VR Table 2).
+
+    Examples:
+        >>> MAE()(torch.tensor([[0.75, 0.25]]), torch.tensor([[True, False]]))
+        tensor(0.2500)
+    """
 
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         valid = (positive | negative).to(scores.dtype)
@@ -16,7 +21,12 @@ class MAE(RankingLoss):
 
 
 class MSE(RankingLoss):
-    """Mean squared error (s − y)² over a query's candidates, then over queries (HAP-VR Table 2)."""
+    """Mean squared error (s − y)² over a query's candidates, then over queries (HAP-VR Table 2).
+
+    Examples:
+        >>> MSE()(torch.tensor([[0.5, 0.5]]), torch.tensor([[True, False]]))
+        tensor(0.2500)
+    """
 
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         valid = (positive | negative).to(scores.dtype)

@@ -13,7 +13,13 @@ def teacher_frame_similarity(features: Tensor, other: Tensor | None = None) -> T
     """Cosine similarities of all frame pairs of all video pairs, ``[A, B, Ti, Tj]`` (HAP-VR Eq. 13).
 
     ``features [A, Ti, D']`` (and ``other [B, Tj, D']``, default the same batch) are the teacher's
-    per-frame embeddings.
+    per-frame float embeddings; the result is float32.
+
+    Examples:
+        >>> features = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])  # one video, two frames
+        >>> teacher_frame_similarity(features)
+        tensor([[[[1., 0.],
+                  [0., 1.]]]])
     """
     features = check_float_tensor(features, "features", ndim=3)
     other = features if other is None else check_float_tensor(other, "other", ndim=3)
@@ -30,6 +36,12 @@ def frame_pseudo_labels(similarity: Tensor, top_rate: float = 0.35, bottom_rate:
     For every query frame (all leading axes of ``similarity [..., Tj]``) the ``max(round(Tj·r_p), 1)``
     most similar target frames are positives and the ``max(round(Tj·r_n), 1)`` least similar are
     negatives; the rest are neither (to be ignored). Defaults r_p = r_n = 0.35 are the released run's.
+    Returns two bool tensors shaped like ``similarity``.
+
+    Examples:
+        >>> positive, negative = frame_pseudo_labels(torch.tensor([0.9, 0.1, 0.5, 0.7]), 0.25, 0.25)
+        >>> positive, negative
+        (tensor([ True, False, False, False]), tensor([False,  True, False, False]))
     """
     similarity = check_float_tensor(similarity, "similarity", ndim=None)
     if similarity.ndim < 1 or similarity.shape[-1] < 2:

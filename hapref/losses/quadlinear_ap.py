@@ -21,6 +21,15 @@ class QuadLinearAP(RankingLoss):
 
     Presets (:meth:`preset`): ``"paper"`` δ = 0.18 (Fig. 4), p = 1; ``"released_video"``
     δ = 0.05, p = 0.1 and ``"released_frame"`` δ = 0.05, p = 5 (the public training script).
+
+    Examples:
+        >>> scores = torch.tensor([[0.9, 0.8, 0.1]])
+        >>> relevance = torch.tensor([[True, False, True]])
+        >>> loss = QuadLinearAP(delta=0.18)(scores, relevance)
+        >>> round(loss.item(), 4)  # 1 − mean(1 / (1 + R⁻(−0.1)), 2 / (2 + R⁻(0.7)))
+        0.4897
+        >>> QuadLinearAP.preset("released_video")
+        QuadLinearAP(delta=0.05, p=0.1)
     """
 
     pairwise = True
@@ -40,7 +49,16 @@ class QuadLinearAP(RankingLoss):
 
     @classmethod
     def preset(cls, name: str, **kwargs: float) -> QuadLinearAP:
-        """A loss with the named hyper-parameters (``"paper"``, ``"released_video"``, ``"released_frame"``)."""
+        """A loss with the named hyper-parameters (``"paper"``, ``"released_video"``, ``"released_frame"``).
+
+        Examples:
+            >>> QuadLinearAP.preset("paper", p=2.0)
+            QuadLinearAP(delta=0.18, p=2.0)
+            >>> QuadLinearAP.preset("best")
+            Traceback (most recent call last):
+            ...
+            ValueError: name must be one of ['paper', 'released_frame', 'released_video'], got 'best'
+        """
         if name not in cls.PRESETS:
             raise ValueError(f"name must be one of {sorted(cls.PRESETS)}, got {name!r}")
         return cls(**{**cls.PRESETS[name], **kwargs})

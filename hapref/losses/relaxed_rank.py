@@ -26,6 +26,15 @@ def relaxed_rank_ap(scores: Tensor, positive: Tensor, negative: Tensor, pos_step
     ranked: the positive sums use a ``[Q, P_max, P_max]`` tensor, the negative sums a ``[Q, P_max, M]``
     one reduced by a batched matrix product (fused, forward and backward, when ``neg_step`` is a
     :class:`StepSurrogate`).
+
+    Examples:
+        >>> from hapref.losses import heaviside, quad_linear
+        >>> scores = torch.tensor([[0.9, 0.8, 0.1]])
+        >>> pos, neg = torch.tensor([[True, False, True]]), torch.tensor([[False, True, False]])
+        >>> relaxed_rank_ap(scores, pos, neg, heaviside, heaviside)  # exact AP (Eq. 6)
+        tensor([0.8333])
+        >>> relaxed_rank_ap(scores, pos, neg, heaviside, lambda d: quad_linear(d, 0.18))  # QuadLinear-AP (Eq. 11)
+        tensor([0.5103])
     """
     pos_scores, slot = gather_positives(scores, positive)
     slot_w = slot.to(scores.dtype)

@@ -16,6 +16,15 @@ class SmoothAP(RankingLoss):
     G'(d) vanishes once a negative outranks a positive by more than a few τ.
     Equals pytorch-metric-learning's ``SmoothAPLoss`` on the cosine matrix of the embeddings,
     not ignored, when each query counts itself as a positive (see tests).
+
+    Examples:
+        >>> scores = torch.tensor([[0.9, 0.8, 0.1]])
+        >>> relevance = torch.tensor([[True, False, True]])
+        >>> round(SmoothAP(tau=0.01)(scores, relevance).item(), 4)  # 1 − AP, AP = (1 + 2/3) / 2
+        0.1667
+        >>> _ = torch.manual_seed(0)
+        >>> SmoothAP().on_embeddings(torch.randn(6, 3), torch.tensor([0, 0, 1, 1, 2, 2])).item() > 0
+        True
     """
 
     pairwise = True

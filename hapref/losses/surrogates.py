@@ -10,7 +10,12 @@ from torch.autograd.function import once_differentiable
 
 
 def heaviside(x: Tensor) -> Tensor:
-    """Strict step H(x) = 1[x > 0] (HAP-VR Eq. 6 and Eq. 9); carries no gradient."""
+    """Strict step H(x) = 1[x > 0] (HAP-VR Eq. 6 and Eq. 9) of a float tensor, same shape and dtype; no gradient.
+
+    Examples:
+        >>> heaviside(torch.tensor([-0.5, 0.0, 0.5]))
+        tensor([0., 0., 1.])
+    """
     return (x > 0).to(x.dtype)
 
 
@@ -19,6 +24,13 @@ class StepSurrogate(ABC):
 
     Calling it gives φ(x) with autograd; :meth:`value_and_slope_` gives φ(x) and φ'(x) without autograd, which
     is what :func:`hapref.losses.relaxed_rank_ap` needs to fuse its largest sums (see :func:`negative_step_sum`).
+
+    Examples:
+        >>> x = torch.tensor([-1.0, 0.0, 1.0], requires_grad=True)
+        >>> y = QuadLinearStep(1.0)(x)  # any subclass is called like a function
+        >>> y.sum().backward()
+        >>> y.detach(), x.grad
+        (tensor([0., 1., 3.]), tensor([0., 2., 2.]))
     """
 
     @abstractmethod
@@ -48,7 +60,11 @@ class _Surrogate(Function):
 class SigmoidStep(StepSurrogate):
     """Smooth-AP's relaxation G(x; τ) = 1 / (1 + exp(-x/τ)) of the step H (HAP-VR Eq. 7).
 
-    ``torch.sigmoid`` saturates without overflow, so no clamping is needed for large |x|/τ.
+    ``torch.sigmoid`` saturates without overflow, so no clamping is needed for large ``|x|/τ``.
+
+    Examples:
+        >>> SigmoidStep(0.01)(torch.tensor([-0.1, 0.0, 0.1]))
+        tensor([4.5398e-05, 5.0000e-01, 9.9995e-01])
     """
 
     def __init__(self, tau: float) -> None:
@@ -67,6 +83,10 @@ class QuadLinearStep(StepSurrogate):
     Zero for x ≤ −δ, the parabola (x/δ + 1)² on (−δ, 0] and the tangent line 1 + 2x/δ for x > 0:
     continuous, C¹, convex, non-decreasing, equal to 1 at 0 and never below the step H. Computed in place
     as c² + 2·[t − 1]₊ with t = x/δ + 1 and c = clamp(t, 0, 1); its slope is (2/δ)·c.
+
+    Examples:
+        >>> QuadLinearStep(0.2)(torch.tensor([-0.3, -0.1, 0.0, 0.1]))
+        tensor([0.0000, 0.2500, 1.0000, 2.0000])
     """
 
     def __init__(self, delta: float) -> None:
@@ -82,12 +102,22 @@ class QuadLinearStep(StepSurrogate):
 
 
 def sigmoid_step(x: Tensor, tau: float) -> Tensor:
-    """G(x; τ) of HAP-VR Eq. 7 as a function (see :class:`SigmoidStep`)."""
+    """G(x; τ) of HAP-VR Eq. 7 as a function (see :class:`SigmoidStep`); float tensor in, same shape out.
+
+    Examples:
+        >>> sigmoid_step(torch.tensor([0.0]), tau=0.01)
+        tensor([0.5000])
+    """
     return SigmoidStep(tau)(x)
 
 
 def quad_linear(x: Tensor, delta: float) -> Tensor:
-    """R⁻(x; δ) of HAP-VR Eq. 10 as a function (see :class:`QuadLinearStep`)."""
+    """R⁻(x; δ) of HAP-VR Eq. 10 as a function (see :class:`QuadLinearStep`); float tensor in, same shape out.
+
+    Examples:
+        >>> quad_linear(torch.tensor([-0.09, 0.09]), delta=0.18)
+        tensor([0.2500, 2.0000])
+    """
     return QuadLinearStep(delta)(x)
 
 
@@ -116,5 +146,11 @@ class _NegativeStepSum(Function):
 
 def negative_step_sum(scores: Tensor, pos_scores: Tensor, negative: Tensor, step: StepSurrogate) -> Tensor:
     """Σ_{k ∈ N} φ(s_qk − s_qj) ``[Q, P]`` for scores ``[Q, M]``, positive scores ``[Q, P]`` and a float 0/1
-    negative flags ``[Q, M]``: the negative part of rank(j) in HAP-VR Eq. 8 and Eq. 11, fused (see above)."""
+    negative flags ``[Q, M]``: the negative part of rank(j) in HAP-VR Eq. 8 and Eq. 11, fused (see above).
+
+    Examples:
+        >>> scores, negative = torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0.0, 1.0, 0.0]])
+        >>> negative_step_sum(scores, torch.tensor([[0.9, 0.1]]), negative, QuadLinearStep(0.2))
+        tensor([[0.2500, 8.0000]])
+    """
     return _NegativeStepSum.apply(scores, pos_scores, negative, step)
