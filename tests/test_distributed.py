@@ -107,7 +107,6 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("ranks")
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     mp.spawn(_worker, args=(WORLD, free_port(), str(out)), nprocs=WORLD, join=True)
     return [torch.load(out / f"rank{r}.pt", weights_only=True) for r in range(WORLD)]
 
