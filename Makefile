@@ -29,7 +29,7 @@ book: $(STAMP)
 # outputs against a cold cache (what a new reader gets), never against stale files of this machine.
 test: export HAPREF_DATA := $(CURDIR)/_build/hapref-data
 test: $(STAMP)
-	$(PY) -m pytest tests book --nbval --nbval-current-env \
+	$(PY) -m pytest tests hapref book --doctest-modules --nbval --nbval-current-env \
 	    --nbval-sanitize-with book/nbval-sanitize.cfg -p no:cacheprovider || [ $$? -eq 5 ]
 	mkdir -p _build
 	sed -e 's/^\(\s*execute_notebooks:\).*/\1 "off"/' \
