@@ -1,7 +1,7 @@
 """Fetch the real benchmarks' annotation and feature files (resumable, checksum-recorded). See README.md.
 
     python data_scripts/download.py list
-    python data_scripts/download.py annotations fivr evve --root ~/data/hapref
+    python data_scripts/download.py annotations fivr evve --root ~/data/hapref   # then evaluate with --root
     python data_scripts/download.py features fivr_5k --source dns --root ~/data/hapref
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hapref.data.cache import data_root
 from hapref.data.registry import ANNOTATIONS, FEATURES, VIDEO_SOURCES, fetch
+from hapref.evaluation.protocols import annotation_root
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,9 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("what", choices=["list", "annotations", "features"])
     parser.add_argument("datasets", nargs="*", help="dataset names (see `list`)")
     parser.add_argument("--source", choices=sorted(FEATURES), default="dns", help="who extracted the features")
-    parser.add_argument("--root", type=Path, default=None, help="data folder (default $HAPREF_DATA or ~/.cache/hapref)")
+    parser.add_argument("--root", type=Path, default=None,
+                        help="data folder (annotations: default $HAPREF_ANNOTATIONS, else ~/.cache/hapref; "
+                             "features: default $HAPREF_DATA, else ~/.cache/hapref)")
     args = parser.parse_args(argv)
-    root = data_root(args.root)
+    root = annotation_root(args.root) if args.what == "annotations" else data_root(args.root)
 
     if args.what == "list":
         print("annotations:", ", ".join(sorted(ANNOTATIONS)))
@@ -42,8 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         folder = root / ("annotations" if args.what == "annotations" else f"features_{args.source}") / name
         for path in fetch(files, folder):
             print(f"{name}: {path}")
-    print("No official checksums are published for these files: the SHA-256 of the first download is recorded "
-          "in <file>.sha256.json and checked on every later run.")
+    if args.what == "annotations":
+        print(f"Every file matched its pinned SHA-256 and size. Evaluate with: python -m hapref.evaluation DATASET "
+              f"--similarities FILE --root {root}")
+    else:
+        print("No official checksums are published for feature files: each is complete only at the size the "
+              "server announced, and its SHA-256 is recorded in <file>.sha256.json and checked on later runs.")
     return 0
 
 

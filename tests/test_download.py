@@ -9,6 +9,7 @@ import json
 import tarfile
 import threading
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -18,25 +19,37 @@ PAYLOAD = bytes(range(256)) * 4096  # 1 MiB
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    """Serves PAYLOAD with Range support; when ``server.cut`` is set it sends half and hangs up."""
+    """Serves ``server.payload`` with Range/If-Range support and an ETag; misbehaviours switched on per test:
+    ``cut`` (send half, hang up), ``no_length`` (no Content-Length), ``wrong_range`` (206 from byte 0 whatever
+    was asked), ``ignore_if_range`` (206 even when the ETag changed)."""
+
+    protocol_version = "HTTP/1.0"
 
     def do_GET(self):  # noqa: N802 (http.server API)
+        server, payload = self.server, self.server.payload
         self.server.ranges.append(self.headers.get("Range"))
         start = 0
-        if self.headers.get("Range"):
+        etag = f'"{hashlib.sha256(payload).hexdigest()[:16]}"'
+        if_range = self.headers.get("If-Range")
+        if self.headers.get("Range") and (if_range in (None, etag) or server.ignore_if_range):
             start = int(self.headers["Range"].removeprefix("bytes=").split("-")[0])
-            if start >= len(PAYLOAD):
+            if start >= len(payload):
                 self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(payload)}")
                 self.end_headers()
                 return
+            if server.wrong_range:
+                start = 0
             self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
+            self.send_header("Content-Range", f"bytes {start}-{len(payload) - 1}/{len(payload)}")
         else:
             self.send_response(200)
-        body = PAYLOAD[start:]
-        self.send_header("Content-Length", str(len(body)))
+        body = payload[start:]
+        self.send_header("ETag", etag)
+        if not server.no_length:
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if self.server.cut:
+        if server.cut:
             self.wfile.write(body[:len(body) // 2])
             self.wfile.flush()
             self.connection.shutdown(2)
@@ -50,7 +63,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def server():
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.cut, httpd.ranges = False, []
+    httpd.payload, httpd.ranges = PAYLOAD, []
+    httpd.cut = httpd.no_length = httpd.wrong_range = httpd.ignore_if_range = False
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield httpd
@@ -110,6 +124,109 @@ def test_source_without_range_support_restarts_the_part(tmp_path):
     (tmp_path / "file.bin.part").write_bytes(b"stale bytes from another attempt")
     dest = download(source.as_uri(), tmp_path / "file.bin", sha256=SHA, progress=False)  # file:// ignores Range
     assert dest.read_bytes() == PAYLOAD
+
+
+def test_without_checksum_a_download_is_complete_only_at_the_announced_size(server, tmp_path):
+    dest = tmp_path / "f.hdf5"
+    server.cut = True
+    with pytest.raises(ConnectionError, match="127.0.0.1"):
+        download(_url(server), dest, progress=False)
+    assert not dest.exists()
+    server.cut = False
+    assert download(_url(server), dest, progress=False).read_bytes() == PAYLOAD
+
+
+def test_early_close_without_content_length_is_never_final(server, tmp_path):
+    server.cut = server.no_length = True
+    with pytest.raises(ValueError, match=f"{_url(server)}.*no size"):
+        download(_url(server), tmp_path / "f.hdf5", progress=False)
+    assert list(tmp_path.iterdir()) == []
+    server.cut = False  # a complete body without Content-Length is still unverifiable without a checksum
+    with pytest.raises(ValueError, match="truncated"):
+        download(_url(server), tmp_path / "f.hdf5", progress=False)
+    assert download(_url(server), tmp_path / "f.hdf5", sha256=SHA, progress=False).read_bytes() == PAYLOAD
+
+
+def test_stale_part_longer_than_the_file_restarts(server, tmp_path):
+    dest = tmp_path / "f.hdf5"
+    server.cut = True
+    with pytest.raises(ConnectionError):
+        download(_url(server), dest, progress=False)
+    server.cut = False
+    with open(tmp_path / "f.hdf5.part", "ab") as f:
+        f.write(b"x" * len(PAYLOAD))  # now longer than the file: the server answers 416
+    assert download(_url(server), dest, progress=False).read_bytes() == PAYLOAD
+    assert server.ranges[-1] is None  # restarted from byte 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.hdf5", "f.hdf5.sha256.json"]
+
+
+def test_206_with_the_wrong_range_is_not_appended(server, tmp_path):
+    dest = tmp_path / "f.hdf5"
+    server.cut = True
+    with pytest.raises(ConnectionError):
+        download(_url(server), dest, progress=False)
+    server.cut, server.wrong_range = False, True
+    assert download(_url(server), dest, progress=False).read_bytes() == PAYLOAD
+
+
+@pytest.mark.parametrize("ignore_if_range", [False, True])
+def test_file_changed_between_resumes_is_fetched_whole(server, tmp_path, ignore_if_range):
+    dest = tmp_path / "f.hdf5"
+    server.cut = True
+    with pytest.raises(ConnectionError):
+        download(_url(server), dest, progress=False)
+    changed = bytes(reversed(PAYLOAD)) + b"new tail"
+    server.cut, server.payload, server.ignore_if_range = False, changed, ignore_if_range
+    assert download(_url(server), dest, progress=False).read_bytes() == changed
+
+
+def test_unrelated_file_at_the_destination_is_refused(server, tmp_path):
+    dest = tmp_path / "f.hdf5"
+    dest.write_bytes(b"my own file")
+    with pytest.raises(ValueError, match=f"did not download.*{_url(server)}"):
+        download(_url(server), dest, progress=False)
+    assert dest.read_bytes() == b"my own file" and server.ranges == []
+    with pytest.raises(ValueError, match=f"sha256.*{_url(server)}"):
+        download(_url(server), dest, sha256=SHA, progress=False)
+
+
+def test_http_errors_name_the_url(server, tmp_path):
+    url = f"http://127.0.0.1:{server.server_address[1]}/missing"
+    server.payload = b""
+
+    class NotFound(_Handler):
+        def do_GET(self):  # noqa: N802
+            self.send_error(404)
+
+    server.RequestHandlerClass = NotFound
+    with pytest.raises(ConnectionError, match=f"{url}.*404"):
+        download(url, tmp_path / "f.bin", progress=False)
+
+
+def test_registry_pins_every_annotation_file():
+    from hapref.data.registry import ANNOTATIONS
+    for files in ANNOTATIONS.values():
+        for f in files:
+            assert len(f.sha256) == 64 and int(f.sha256, 16) >= 0 and f.size > 0, f.filename
+    real = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    if (real / "README.md").exists():  # the table of the shared copy lists the same checksums
+        table = (real / "README.md").read_text()
+        for name, files in ANNOTATIONS.items():
+            for f in files:
+                assert f"| {name}/{f.filename} | {f.sha256} | {f.size} |" in table
+                path = real / "annotations" / name / f.filename
+                if path.exists():
+                    assert path.stat().st_size == f.size and sha256_file(path) == f.sha256
+
+
+def test_fetch_refuses_bytes_other_than_the_pinned_ones(tmp_path):
+    from hapref.data.registry import RemoteFile, fetch
+    remote = tmp_path / "fivr.pickle"
+    remote.write_bytes(b"tampered")
+    pinned = RemoteFile(remote.as_uri(), "fivr.pickle", "0" * 64, 8)
+    with pytest.raises(ValueError, match=f"sha256.*{remote.as_uri()}"):
+        fetch([pinned], tmp_path / "out", progress=False)
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 def test_first_download_checksum_is_recorded_then_enforced(tmp_path):

@@ -1,10 +1,14 @@
 """Resumable, verified downloads and safe archive extraction for the real datasets (used by ``data_scripts/``).
 
-* :func:`download` streams into ``<file>.part`` and resumes it with an HTTP ``Range`` request; only a complete,
-  verified file is moved into place (``os.replace``), so a partial file never sits under the final name.
-* Checksums: with a known SHA-256 the file must match it. Where no official checksum is published, the size
-  (if known) is checked and the SHA-256 of the first download is recorded next to the file
-  (``<file>.sha256.json``, ``"source": "first-download"``); later calls verify against that record.
+* :func:`download` streams into ``<file>.part`` and resumes it with HTTP ``Range`` + ``If-Range`` requests; only a
+  complete, verified file is moved into place (``os.replace``), so a partial file never sits under the final name.
+* Complete means: the size the server announced (or the registry's size) and, where known, the SHA-256. A part
+  longer than the file, a 206 response for other bytes than asked, or a file that changed between resumes
+  restarts from byte 0; a download with neither an announced size nor a known checksum is refused.
+* Checksums: the registry pins the SHA-256 and size of every annotation file. Where none is published (feature
+  files) the SHA-256 of the first complete download is recorded next to the file (``<file>.sha256.json``,
+  ``"source": "first-download"``) and later calls verify against it; a file at the destination that hapref
+  did not download is refused, not adopted.
 * :func:`extract` unpacks tar/zip archives into a temporary folder and renames it into place, refusing
   absolute paths, ``..`` components, links and special files.
 """
@@ -12,8 +16,10 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
+import re
 import shutil
 import stat
 import tarfile
@@ -59,64 +65,196 @@ def verify(path: str | os.PathLike, sha256: str | None = None, size: int | None 
     return digest
 
 
-def _open(url: str, start: int, timeout: float):
+def _open(url: str, start: int, timeout: float, validator: str | None = None):
     request = urllib.request.Request(url, headers={"User-Agent": "hapref-data/1"})
     if start > 0 and url.startswith(("http://", "https://")):
         request.add_header("Range", f"bytes={start}-")
+        if validator:
+            request.add_header("If-Range", validator)  # the server sends the whole file if it changed
     return urllib.request.urlopen(request, timeout=timeout)
+
+
+class _Restart(Exception):
+    """The partial file cannot be continued (wrong range, file changed, stale part): start again from 0."""
+
+
+_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
+
+
+def _content_range(value: str | None) -> tuple[int, int | None] | None:
+    """(first byte, total or None) of a ``Content-Range: bytes a-b/total`` header, None if absent/unparsable."""
+    match = _CONTENT_RANGE.fullmatch((value or "").strip())
+    if match is None:
+        return None
+    return int(match[1]), None if match[3] == "*" else int(match[3])
+
+
+def _meta_path(part: Path) -> Path:
+    return part.with_name(part.name + ".json")
+
+
+def _read_meta(part: Path) -> dict:
+    try:
+        meta = json.loads(_meta_path(part).read_text())
+        return meta if isinstance(meta, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _drop(part: Path) -> None:
+    part.unlink(missing_ok=True)
+    _meta_path(part).unlink(missing_ok=True)
+
+
+def _fetch(url: str, part: Path, start: int, meta: dict, dest_name: str, progress: bool, timeout: float,
+           ) -> int | None:
+    """Append the rest of ``url`` to ``part`` (from byte ``start``); returns the server's announced total size."""
+    validator = meta.get("etag") or meta.get("last_modified")
+    try:
+        response = _open(url, start, timeout, validator)
+    except urllib.error.HTTPError as err:
+        if err.code == 416 and start > 0:  # the part is at least as long as the file
+            match = re.fullmatch(r"bytes\s+\*/(\d+)", (err.headers.get("Content-Range") or "").strip())
+            if match is not None and int(match[1]) == start == meta.get("total"):
+                return start  # exactly complete
+            raise _Restart from None
+        raise ConnectionError(f"download of {url} failed: HTTP {err.code} {err.reason}") from None
+    except (urllib.error.URLError, OSError) as err:
+        raise ConnectionError(f"download of {url} failed: {getattr(err, 'reason', err)}") from None
+    with response:
+        status = response.getcode() or 200
+        length = response.headers.get("Content-Length")
+        etag, modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
+        if start > 0 and status == 206:
+            content_range = _content_range(response.headers.get("Content-Range"))
+            if content_range is None or content_range[0] != start:
+                raise _Restart  # a 206 with other bytes than the ones asked for
+            total = content_range[1]
+            changed = (meta.get("total") is not None and total is not None and total != meta["total"]) or (
+                meta.get("etag") and etag and etag != meta["etag"])
+            if changed:
+                raise _Restart  # the file changed since the part was started
+            mode = "ab"
+        else:  # the whole file: no Range sent, Range not supported, or If-Range found the file changed
+            start, mode = 0, "wb"
+            total = int(length) if length is not None else None
+        atomic_write_bytes(_meta_path(part), json.dumps(
+            {"url": url, "etag": etag or meta.get("etag") if mode == "ab" else etag,
+             "last_modified": modified, "total": total}).encode())
+        received = 0
+        from tqdm.auto import tqdm
+        try:
+            with open(part, mode) as f, tqdm(total=total, initial=start, unit="B", unit_scale=True, desc=dest_name,
+                                             disable=not progress) as bar:
+                for block in iter(lambda: response.read(_CHUNK), b""):
+                    f.write(block)
+                    received += len(block)
+                    bar.update(len(block))
+        except (OSError, http.client.HTTPException) as err:
+            raise ConnectionError(f"download of {url} stopped after {start + received} bytes ({err}); "
+                                  f"{part.name} is kept and the next call resumes it") from None
+    if length is not None and received < int(length):
+        raise ConnectionError(f"download of {url} stopped after {received} of {length} bytes; "
+                              f"{part.name} is kept and the next call resumes it")
+    return total
 
 
 def download(url: str, dest: str | os.PathLike, sha256: str | None = None, size: int | None = None,
              progress: bool = True, timeout: float = 60.0) -> Path:
     """Download ``url`` to ``dest`` (resuming ``dest.part``), verify it, then move it into place. Returns ``dest``.
 
-    An existing ``dest`` is verified instead of downloaded again. On a checksum or size mismatch the
-    downloaded bytes are deleted and ValueError is raised; on a network error ``dest.part`` is kept so the
-    next call resumes.
+    A download becomes ``dest`` only when complete and verified: its SHA-256 and size equal ``sha256`` /
+    ``size`` where given, and its size equals the total the server announced (``Content-Length`` of a full
+    response, ``Content-Range`` of a resumed one). A resume asks for the missing bytes with ``Range`` and
+    ``If-Range`` (the ETag or Last-Modified of the first response); a part longer than the file, a 206 with
+    other bytes than asked, or a file that changed meanwhile restarts the download from byte 0. Without an
+    announced total and without ``size``/``sha256`` nothing can tell a complete file from a truncated one:
+    the download is refused. An existing ``dest`` is verified against ``sha256``/``size`` or its recorded
+    checksum; a file hapref did not download (no record, no checksum) is refused, never adopted.
+
+    Args:
+        url: ``http(s)://`` or ``file://`` address.
+        dest: final path; ``<dest>.part`` (+ ``.part.json``) hold an unfinished download.
+        sha256, size: the published checksum and size, when known.
+        progress: show a tqdm bar.
+        timeout: seconds per network operation.
+
+    Returns:
+        ``dest``.
+
+    Raises:
+        ValueError: checksum/size mismatch (the bytes are deleted), an unverifiable download, or an
+            unrelated file at ``dest``; the message names the URL.
+        ConnectionError: network failure or early end; ``dest.part`` is kept so the next call resumes.
+
+    Examples:
+        >>> import hashlib, pathlib, tempfile
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "remote.bin").write_bytes(b"payload")
+        >>> digest = hashlib.sha256(b"payload").hexdigest()
+        >>> download((folder / "remote.bin").as_uri(), folder / "local.bin", sha256=digest, progress=False).name
+        'local.bin'
     """
     dest = Path(dest)
     if dest.exists():
-        digest = verify(dest, sha256, size)
-        if not _record_path(dest).exists():
-            _write_record(dest, url, digest, "official" if sha256 else "first-download")
-        return dest
+        return _check_existing(url, dest, sha256, size)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    start = part.stat().st_size if part.exists() else 0
-    if size is not None and start > size:
-        part.unlink()
-        start = 0
-    if size is None or start < size:
+    meta = _read_meta(part) if part.exists() else {}
+    # keep a part only if it was started from this URL (or, without a record, when a checksum will judge it)
+    if part.exists() and (meta.get("url", url if sha256 else None) != url
+                          or (size is not None and part.stat().st_size > size)):
+        _drop(part)
+        meta = {}
+    for _ in range(2):
+        start = part.stat().st_size if part.exists() else 0
+        if size is not None and start == size:
+            total = size  # finished earlier, verified below
+            break
         try:
-            response = _open(url, start, timeout)
-        except urllib.error.HTTPError as err:
-            if err.code != 416:  # 416: nothing left to fetch, the part is complete
-                raise
-            response = None
-        if response is not None:
-            with response:
-                resumed = start > 0 and getattr(response, "status", 200) == 206
-                announced = response.headers.get("Content-Length")
-                received = 0
-                from tqdm.auto import tqdm
-                with open(part, "ab" if resumed else "wb") as f, tqdm(
-                        total=int(announced) + (start if resumed else 0) if announced else size,
-                        initial=start if resumed else 0, unit="B", unit_scale=True, desc=dest.name,
-                        disable=not progress) as bar:
-                    for block in iter(lambda: response.read(_CHUNK), b""):
-                        f.write(block)
-                        received += len(block)
-                        bar.update(len(block))
-            if announced is not None and received < int(announced):
-                raise ConnectionError(f"download of {url} stopped after {received} of {announced} bytes; "
-                                      f"{part.name} is kept and the next call resumes it")
+            total = _fetch(url, part, start, meta, dest.name, progress, timeout)
+            break
+        except _Restart:
+            _drop(part)
+            meta = {}
+    else:  # pragma: no cover - a restart from byte 0 sends no Range, so it cannot ask for a restart again
+        raise ConnectionError(f"download of {url} could not be restarted")
+    actual = part.stat().st_size if part.exists() else 0
+    expected = size if size is not None else total
     try:
+        if expected is None and sha256 is None:
+            raise ValueError(f"download of {url}: the server announced no size and no checksum is known, so a "
+                             "complete file cannot be told from a truncated one; refusing it")
+        if expected is not None and total is not None and expected != total:
+            raise ValueError(f"download of {url}: the server announced {total} bytes, expected size {expected}")
+        if expected is not None and actual != expected:
+            raise ValueError(f"download of {url} has {actual} bytes, expected size {expected}")
         digest = verify(part, sha256, size)
-    except ValueError:
-        part.unlink(missing_ok=True)
-        raise
+    except ValueError as err:
+        _drop(part)
+        raise ValueError(f"{err} (from {url}; nothing was kept)") from None
     os.replace(part, dest)
+    _meta_path(part).unlink(missing_ok=True)
     _write_record(dest, url, digest, "official" if sha256 else "first-download")
+    return dest
+
+
+def _check_existing(url: str, dest: Path, sha256: str | None, size: int | None) -> Path:
+    """Verify a file already at ``dest``; adopt it only against a known or recorded checksum."""
+    record = _record_path(dest)
+    if sha256 is None and not record.exists():
+        raise ValueError(f"{dest} exists but hapref did not download it (no {record.name}) and no checksum is "
+                         f"known for {url}: remove it to download it, or pass sha256")
+    if sha256 is None:
+        recorded_url = json.loads(record.read_text()).get("url")
+        if recorded_url not in (None, url):
+            raise ValueError(f"{dest} was downloaded from {recorded_url}, not {url}; remove it to download again")
+    try:
+        digest = verify(dest, sha256, size)
+    except ValueError as err:
+        raise ValueError(f"{err} (expected the file of {url})") from None
+    if not record.exists():
+        _write_record(dest, url, digest, "official")
     return dest
 
 

@@ -1,9 +1,10 @@
-"""Where the real benchmarks' files come from (the released HAP-VR code, https://github.com/yafeng19/HAP-VR) and how to fetch them.
+"""Where the real benchmarks' files come from and how to fetch them.
 
-Annotation files are pinned to a repository commit, so their bytes cannot change under a recorded
-checksum. No official SHA-256 or exact size is published for any of them, nor for the feature files: the
-first download records its SHA-256 (``<file>.sha256.json``, ``"source": "first-download"``) and later runs
-verify against it. Feature files are hundreds of GB in some cases (FIVR-200K 406 GB).
+Annotation files are pinned to a repository commit, and the registry records the SHA-256 and size of each
+(computed from the files at those commits): :func:`fetch` refuses any other bytes. No checksum or exact size
+is published for the feature files (hundreds of GB in some cases, FIVR-200K 406 GB): there the size the
+server announces must be reached, and the SHA-256 of the first complete download is recorded
+(``<file>.sha256.json``, ``"source": "first-download"``) and checked on later runs.
 """
 
 from __future__ import annotations
@@ -38,15 +39,24 @@ _TCA, _TCA_AT = "xwen99/temporal_context_aggregation", "fb76558c5157956ab1c2e9c5
 
 #: Annotation files per dataset (loaders in :mod:`hapref.data.loaders`).
 ANNOTATIONS: dict[str, tuple[RemoteFile, ...]] = {
-    "fivr": (RemoteFile(_raw(_S2VS, _S2VS_AT, "data/fivr_audio.pickle"), "fivr.pickle"),
-             RemoteFile(_raw(_S2VS, _S2VS_AT, "data/fivr_easy_duplicates.txt"), "fivr_easy_duplicates.txt"),
-             RemoteFile(_raw(_FIVR, _FIVR_AT, "dataset/annotation.json"), "annotation.json"),
-             RemoteFile(_raw(_FIVR, _FIVR_AT, "dataset/youtube_ids.txt"), "youtube_ids.txt")),
-    "evve": (RemoteFile(_raw(_VISIL, _VISIL_AT, "datasets/evve.pickle"), "evve.pickle"),),
-    "svd": (RemoteFile(_raw(_VISIL, _VISIL_SVD_AT, "datasets/test_groundtruth"), "test_groundtruth"),),
-    "cc_web_video": (RemoteFile(_raw(_VISIL, _VISIL_AT, "datasets/cc_web_video.pickle"), "cc_web_video.pickle"),),
-    "vcdb": (RemoteFile(_raw(_TCA, _TCA_AT, "datasets/vcdb.pickle"), "vcdb.pickle"),),
-    "dns_100k": (RemoteFile(_raw(_S2VS, _S2VS_AT, "data/dns_100k.txt"), "dns_100k.txt"),),
+    "fivr": (RemoteFile(_raw(_S2VS, _S2VS_AT, "data/fivr_audio.pickle"), "fivr.pickle",
+                        "41dc5f5aa3f9d0d9dae70dbea9054fb8fd55a5199fb3ffc554cfd68078158d8c", 3469558),
+             RemoteFile(_raw(_S2VS, _S2VS_AT, "data/fivr_easy_duplicates.txt"), "fivr_easy_duplicates.txt",
+                        "b50b7135d68d686c9a09f16196e134cab36d16007377c53f54c49ba83bc7efdb", 58476),
+             RemoteFile(_raw(_FIVR, _FIVR_AT, "dataset/annotation.json"), "annotation.json",
+                        "8ca1c5aeaa1fd25464346472a251ec1ef5bae360f1f5f2325934a6df0ad7f493", 314468),
+             RemoteFile(_raw(_FIVR, _FIVR_AT, "dataset/youtube_ids.txt"), "youtube_ids.txt",
+                        "6fa192644eb84f4a3b88839d850de9d38ac25de90622ccb8cf4a111a75829c06", 2711520)),
+    "evve": (RemoteFile(_raw(_VISIL, _VISIL_AT, "datasets/evve.pickle"), "evve.pickle",
+                        "0898fafc817b9457be25cafeefa996d78d1021fb4816a9e3c1a14b7493023410", 102837),),
+    "svd": (RemoteFile(_raw(_VISIL, _VISIL_SVD_AT, "datasets/test_groundtruth"), "test_groundtruth",
+                       "3bd4d69b2f22f718689bd0fde29be2342800227af1b82dca4c6a747e18f9d92d", 317750),),
+    "cc_web_video": (RemoteFile(_raw(_VISIL, _VISIL_AT, "datasets/cc_web_video.pickle"), "cc_web_video.pickle",
+                                "6c33932cfa6ed08eb02fb47189b38bcef124c07794e99adf5c04163dcf4c52fe", 407543),),
+    "vcdb": (RemoteFile(_raw(_TCA, _TCA_AT, "datasets/vcdb.pickle"), "vcdb.pickle",
+                        "6cec73506f401c4dc6d0af2757b2927307cff1dcb6f1c5d9d6775e358fefe4bf", 3436828),),
+    "dns_100k": (RemoteFile(_raw(_S2VS, _S2VS_AT, "data/dns_100k.txt"), "dns_100k.txt",
+                            "7fe7dc4715966360521a94af88adeb3c45fd633c29fcd94f472e1ef2a227517a", 1389504),),
 }
 
 _DNS = "https://mever.iti.gr/distill-and-select/features/{}.hdf5"
@@ -70,6 +80,17 @@ VIDEO_SOURCES: dict[str, str] = {
 
 def fetch(files: tuple[RemoteFile, ...] | list[RemoteFile], folder: str | os.PathLike, progress: bool = True,
           ) -> list[Path]:
-    """Download (resuming, verifying) each file into ``folder``; returns their paths."""
+    """Download (resuming, verifying against ``sha256``/``size`` where pinned) each file into ``folder``.
+
+    Returns the paths; see :func:`hapref.data.download.download` for what is refused.
+
+    Examples:
+        >>> import hashlib, pathlib, tempfile
+        >>> remote = pathlib.Path(tempfile.mkdtemp()) / "ids.txt"
+        >>> _ = remote.write_bytes(b"a\\nb\\n")
+        >>> pinned = RemoteFile(remote.as_uri(), "ids.txt", hashlib.sha256(b"a\\nb\\n").hexdigest(), 4)
+        >>> [p.name for p in fetch([pinned], remote.parent / "out", progress=False)]
+        ['ids.txt']
+    """
     return [download(f.url, Path(folder) / f.filename, sha256=f.sha256, size=f.size, progress=progress)
             for f in files]
