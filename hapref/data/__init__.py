@@ -25,7 +25,8 @@ Real benchmarks from local files (nothing downloads here; ``data_scripts/`` fetc
 ``relevance(task)``: ``load_fivr`` (DSVR/CSVR/ISVR/DAVR), ``load_evve``, ``load_svd``, ``load_cc_web_video``,
 ``load_vcdb``; features ``HDF5Features(path, ids, min_len)`` -> float ``[T, R, D]``; frames
 ``FramesDirectory(root)`` -> uint8 ``[T, H, W, 3]``. ``hapref.data.download``: ``download`` (resumable,
-checksummed) and ``extract`` (safe).
+checksummed) and ``extract`` (safe); ``hapref.data.unpickle.load_pickle`` (built-in values only). The published
+evaluation protocols on these files: :func:`hapref.evaluation.evaluate`.
 
 Use ``torch.utils.data.DataLoader(bench.database, batch_size=8, collate_fn=collate_videos)`` for padded batches
 with a valid-frame flag.
