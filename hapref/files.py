@@ -11,7 +11,14 @@ import torch
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace`` (never half a file)."""
+    """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace`` (never half a file).
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     atomic_write_bytes(Path(d) / "x.bin", b"abc").read_bytes()
+        b'abc'
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -32,6 +39,12 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
 
     The same name matters: torch names the records inside its zip archive after the file, so the bytes of the
     result depend only on ``obj`` and the final name.
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     torch.load(atomic_torch_save({"w": torch.ones(2)}, Path(d) / "ckpt.pt"), weights_only=True)
+        {'w': tensor([1., 1.])}
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

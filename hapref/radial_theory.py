@@ -29,7 +29,13 @@ ORDER_RELATIONS = ("d(q,p)<d(q,i)", "d(q,i)<d(q,n)", "d(q,p)<d(q,n)", "d(p,i)<d(
 
 
 def order_relations(q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> dict[str, Tensor]:
-    """Which orderings of Radial Eq. 1-2 hold (strictly) for each quadlet: bool tensors ``[B]``."""
+    """Which orderings of Radial Eq. 1-2 hold (strictly) for each quadlet of ``[B, D]`` embeddings: bool tensors ``[B]``.
+
+    Examples:
+        >>> holds = order_relations(*worst_case_quadlet(2.0))
+        >>> {name: bool(v) for name, v in holds.items()}
+        {'d(q,p)<d(q,i)': False, 'd(q,i)<d(q,n)': True, 'd(q,p)<d(q,n)': True, 'd(p,i)<d(p,n)': False}
+    """
     d_qp, d_qi, d_qn = squared_distance(q, p), squared_distance(q, i), squared_distance(q, n)
     d_pi, d_pn = squared_distance(p, i), squared_distance(p, n)
     return dict(zip(ORDER_RELATIONS, (d_qp < d_qi, d_qi < d_qn, d_qp < d_qn, d_pi < d_pn)))
@@ -43,6 +49,14 @@ def sample_radial_zero_quadlets(count: int, dim: int, c: float, direction: str =
     q, p, i are standard normal in ``dim`` dimensions. The negative sits at distance ``c R`` from the
     centroid, along a uniformly random direction (``direction="random"``) or along the spoke of a
     random vertex of the triangle (``"adversarial"``, the direction that brings n closest to it).
+    Returns four ``[count, dim]`` tensors of ``dtype``.
+
+    Examples:
+        >>> from hapref.losses import RadialLoss
+        >>> q, p, i, n = sample_radial_zero_quadlets(4, 8, c=3.0, generator=torch.Generator().manual_seed(0))
+        >>> radial, _ = RadialLoss(c=3.0).terms(q, p, i, n)
+        >>> bool(radial.abs().max() < 1e-9)  # on the boundary: the radial term is exactly 0
+        True
     """
     if count < 1 or dim < 1:
         raise ValueError(f"count and dim must be positive, got count={count}, dim={dim}")
@@ -65,6 +79,11 @@ def violation_rates(cs: list[float], dim: int, direction: str = "random", count:
     """For each c in ``cs``: the fraction of boundary quadlets (``L_radial = 0``) violating each ordering of Eq. 1-2.
 
     The same q, p, i and directions are reused for every c (common random numbers), so curves are smooth.
+
+    Examples:
+        >>> rates = violation_rates([1.0, 3.0], dim=8, direction="adversarial", count=500)
+        >>> rates["d(p,i)<d(p,n)"][1]  # Theorem 3.1: none violated at c = 3
+        0.0
     """
     out: dict[str, list[float]] = {name: [] for name in ORDER_RELATIONS}
     for c in cs:
@@ -79,6 +98,12 @@ def worst_case_quadlet(c: float, dtype: torch.dtype = torch.float64) -> tuple[Te
 
     p and i sit at opposite ends of a diameter (``d(p,i) = 2R``), q at the centroid, and n on the
     boundary sphere straight beyond p, so ``||p - n|| = (c - 1) R``: at ``c = 3`` the two distances tie.
+    Returns four ``[1, 2]`` tensors.
+
+    Examples:
+        >>> q, p, i, n = worst_case_quadlet(3.0)
+        >>> n
+        tensor([[3., 0.]], dtype=torch.float64)
     """
     q = torch.tensor([[0.0, 0.0]], dtype=dtype)
     p = torch.tensor([[1.0, 0.0]], dtype=dtype)
@@ -89,7 +114,15 @@ def worst_case_quadlet(c: float, dtype: torch.dtype = torch.float64) -> tuple[Te
 
 def quadlet_gradients(q: Tensor, p: Tensor, i: Tensor, n: Tensor, g1: float = 0.7, g2: float = 0.3,
                       g3: float = 0.5) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Per-quadlet gradients of the Quadlet loss w.r.t. ``(q, p, i, n)`` as printed in Radial Eq. 7."""
+    """Per-quadlet gradients ``[B, D]`` of the Quadlet loss w.r.t. ``(q, p, i, n)`` as printed in Radial Eq. 7.
+
+    Examples:
+        >>> from hapref.losses import QuadletLoss
+        >>> quadlet = [x.requires_grad_(True) for x in torch.randn(4, 3, 5, dtype=torch.float64)]
+        >>> QuadletLoss(reduction="sum")(*quadlet).backward()
+        >>> all(torch.allclose(g, x.grad) for g, x in zip(quadlet_gradients(*quadlet), quadlet))
+        True
+    """
     d_qp = squared_distance(q, p)
     a1 = ((g1 + d_qp - squared_distance(q, n)) > 0).to(q.dtype)[:, None]
     a2 = ((g2 + d_qp - squared_distance(q, i)) > 0).to(q.dtype)[:, None]
@@ -102,7 +135,13 @@ def quadlet_gradients(q: Tensor, p: Tensor, i: Tensor, n: Tensor, g1: float = 0.
 
 
 def radial_negative_gradient(q: Tensor, p: Tensor, i: Tensor, n: Tensor, c: float = 3.0) -> Tensor:
-    """Gradient of the Radial loss w.r.t. the negative, Radial Eq. 13: ``-2 (n - X_G)`` where active."""
+    """Gradient ``[B, D]`` of the Radial loss w.r.t. the negative, Radial Eq. 13: ``-2 (n - X_G)`` where active.
+
+    Examples:
+        >>> q, p, i, n = worst_case_quadlet(2.0)
+        >>> radial_negative_gradient(q, p, i, n, c=3.0)  # n inside the 3R sphere: pushed outwards
+        tensor([[-4., -0.]], dtype=torch.float64)
+    """
     centroid, radius = radial_centroid_and_radius(q, p, i)
     active = ((c * radius).pow(2) - squared_distance(n, centroid) > 0).to(q.dtype)[:, None]
     return -2 * active * (n - centroid)
@@ -115,7 +154,12 @@ def supplementary_radial_gradients(q: Tensor, p: Tensor, i: Tensor, n: Tensor, n
     ``normalized=False``: supp. Eq. 9-12, gradients of the expanded loss supp. Eq. 6 + Eq. 8.
     ``normalized=True``: supp. Eq. 15-18, gradients of supp. Eq. 13 + Eq. 14 (unit-norm embeddings,
     constant terms dropped). Both hinges are taken as active. Transcribed literally, typos included,
-    so they can be checked against autograd.
+    so they can be checked against autograd. Returns the four ``[B, D]`` gradients.
+
+    Examples:
+        >>> grads = supplementary_radial_gradients(*worst_case_quadlet(3.0))
+        >>> grads[3]  # Eq. 12: 2 (X_G - n)
+        tensor([[-6.,  0.]], dtype=torch.float64)
     """
     if not normalized:
         radial = (16 / 9 * q - 38 / 9 * i + 2 / 3 * n + 16 / 9 * p,                  # Eq. 9

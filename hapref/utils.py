@@ -14,6 +14,13 @@ def seed_everything(seed: int, deterministic: bool = True) -> torch.Generator:
 
     With ``deterministic`` the cuDNN autotuner is off and torch prefers deterministic kernels
     (warning, not failing, where an op has none), so a run repeats bit for bit on one machine.
+
+    Examples:
+        >>> g = seed_everything(0, deterministic=False)
+        >>> a = torch.rand(2)
+        >>> _ = seed_everything(0, deterministic=False)
+        >>> torch.equal(a, torch.rand(2)), torch.rand(1, generator=g).shape
+        (True, torch.Size([1]))
     """
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -27,7 +34,12 @@ def seed_everything(seed: int, deterministic: bool = True) -> torch.Generator:
 
 
 def get_device(prefer: str | torch.device | None = None) -> torch.device:
-    """The device to run on: ``prefer`` if given, else CUDA when available, else CPU."""
+    """The device to run on: ``prefer`` if given, else CUDA when available, else CPU.
+
+    Examples:
+        >>> get_device("cpu")
+        device(type='cpu')
+    """
     if prefer is not None:
         return torch.device(prefer)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -36,6 +36,11 @@ def pair_valid(query_valid: Tensor | None, target_valid: Tensor | None) -> Tenso
     """Valid cells ``[..., Q, T]`` (True = both frames real) from valid-frame flags ``[..., Q]`` and ``[..., T]``; either may be None.
 
     Masks of padded frames for HAP-VR Eq. 3 and Eq. 5.
+
+    Examples:
+        >>> pair_valid(torch.tensor([True, False]), torch.tensor([True, True, False])).int()
+        tensor([[1, 1, 0],
+                [0, 0, 0]], dtype=torch.int32)
     """
     if query_valid is None and target_valid is None:
         return None
@@ -56,6 +61,24 @@ def topk_chamfer(sim: Tensor, k: float = 0.0, valid: Tensor | None = None) -> Te
     ``k = 1`` the plain mean. With HAP-VR's released rates K is 1 in most training shapes
     (spatial 0.1 · 9 regions, temporal 0.03 · 7 frames after ψ), so TopK only differs from Chamfer
     on long targets or with larger rates.
+
+    Args:
+        sim: ``[..., Q, T]`` float similarities (Q, T ≥ 1), e.g. a ``[Tx, Ty]`` frame-to-frame matrix of
+            one video pair from :func:`hapref.similarity.frame_to_frame`.
+        k: rate in [0, 1] (a float, not a tensor).
+        valid: optional bool, broadcastable to ``sim``, True = a real (query, target) cell.
+
+    Returns:
+        ``[...]`` scores in the dtype of ``sim``.
+
+    Examples:
+        >>> sim = torch.tensor([[0.9, 0.1, 0.5], [0.2, 0.4, 0.3]])
+        >>> topk_chamfer(sim, 0.0)  # Chamfer: mean of the row maxima 0.9 and 0.4
+        tensor(0.6500)
+        >>> topk_chamfer(sim, 0.67)  # the top 2 of each row: (0.9 + 0.5) / 2 and (0.4 + 0.3) / 2
+        tensor(0.5250)
+        >>> topk_chamfer(sim, 0.0, valid=torch.tensor([True, False, True]))  # 2nd target is padding: (0.9 + 0.3) / 2
+        tensor(0.6000)
     """
     if isinstance(k, bool) or not isinstance(k, (int, float)):
         raise TypeError(f"k must be a float rate in [0, 1], got {type(k).__name__}; topk_chamfer takes one "
@@ -70,7 +93,11 @@ def topk_chamfer(sim: Tensor, k: float = 0.0, valid: Tensor | None = None) -> Te
 def reduce_topk_chamfer(sim: Tensor, k: float, valid: Tensor | None = None) -> Tensor:
     """:func:`topk_chamfer` without input checks, for hot paths that built ``sim`` and ``valid`` themselves.
 
-    HAP-VR Eq. 3 and Eq. 5.
+    HAP-VR Eq. 3 and Eq. 5; ``valid`` must already have the shape of ``sim``.
+
+    Examples:
+        >>> reduce_topk_chamfer(torch.tensor([[0.9, 0.1], [0.2, 0.4]]), 1.0)
+        tensor(0.4000)
     """
     if valid is None:
         top = max(1, round(k * sim.shape[-1]))
@@ -93,19 +120,41 @@ def reduce_topk_chamfer(sim: Tensor, k: float, valid: Tensor | None = None) -> T
 
 @renamed_keywords(mask="valid")
 def chamfer_similarity(sim: Tensor, valid: Tensor | None = None) -> Tensor:
-    """Chamfer similarity: mean over query rows of the row maximum (HAP-VR Eq. 2, TCA Eq. 8)."""
+    """Chamfer similarity: mean over query rows of the row maximum (HAP-VR Eq. 2, TCA Eq. 8).
+
+    ``sim [..., Q, T]`` float (Q, T ≥ 1), optional bool ``valid`` broadcastable to it; returns ``[...]``.
+
+    Examples:
+        >>> chamfer_similarity(torch.tensor([[0.9, 0.1], [0.2, 0.4]]))
+        tensor(0.6500)
+    """
     return topk_chamfer(sim, 0.0, valid)
 
 
 @renamed_keywords(mask="valid")
 def mean_similarity(sim: Tensor, valid: Tensor | None = None) -> Tensor:
-    """Mean over all valid entries, i.e. TopK-Chamfer with k = 1; for frame sims this is TCA Eq. 10."""
+    """Mean over all valid entries, i.e. TopK-Chamfer with k = 1; for frame sims this is TCA Eq. 10.
+
+    ``sim [..., Q, T]`` float, optional bool ``valid`` broadcastable to it; returns ``[...]``.
+
+    Examples:
+        >>> mean_similarity(torch.tensor([[0.9, 0.1], [0.2, 0.4]]))
+        tensor(0.4000)
+    """
     return topk_chamfer(sim, 1.0, valid)
 
 
 @renamed_keywords(mask="valid")
 def symmetric_chamfer(sim: Tensor, valid: Tensor | None = None, k: float = 0.0) -> Tensor:
-    """Symmetric (TopK-)Chamfer: average of the query->target and target->query scores (TCA Eq. 9)."""
+    """Symmetric (TopK-)Chamfer: average of the query->target and target->query scores (TCA Eq. 9).
+
+    ``sim [..., Q, T]`` float, optional bool ``valid`` broadcastable to it, rate ``k``; returns ``[...]``.
+
+    Examples:
+        >>> sim = torch.tensor([[0.9, 0.1, 0.0], [0.2, 0.4, 0.0]])
+        >>> symmetric_chamfer(sim)  # (0.9 + 0.4) / 2 and (0.9 + 0.4 + 0) / 3, averaged
+        tensor(0.5417)
+    """
     valid_t = None if valid is None else _check(sim, valid).transpose(-1, -2)
     return 0.5 * (topk_chamfer(sim, k, valid) + topk_chamfer(sim.transpose(-1, -2), k, valid_t))
 
@@ -126,6 +175,11 @@ def mean_pooled_similarity(x: Tensor, y: Tensor, x_valid: Tensor | None = None, 
     of the frame-to-frame similarity matrix and therefore never exceeds the Chamfer similarity
     (mean ≤ max row by row). With ``normalize`` the means are L2-normalised first (a true
     cosine): that divides by norms ≤ 1 and can exceed Chamfer when frames disagree.
+
+    Examples:
+        >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # two orthogonal unit frames
+        >>> mean_pooled_similarity(x, x), mean_pooled_similarity(x, x, normalize=True)
+        (tensor(0.5000), tensor(1.0000))
     """
     check_float_tensor(x, "x", ndim=None)
     check_float_tensor(y, "y", ndim=None)

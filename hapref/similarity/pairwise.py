@@ -12,7 +12,13 @@ def pairwise_cosine(x: Tensor, y: Tensor | None = None, eps: float = 1e-8) -> Te
     """Cosine similarities ``[..., N, M]`` between rows of ``x [..., N, D]`` and ``y [..., M, D]``.
 
     With ``y`` omitted, the self-similarity matrix of ``x`` (the N×N batch matrix of the losses).
-    This is the frame/embedding similarity used throughout the papers (e.g. TCA Eq. 8).
+    This is the frame/embedding similarity used throughout the papers (e.g. TCA Eq. 8). Float inputs;
+    the result has their dtype.
+
+    Examples:
+        >>> pairwise_cosine(torch.tensor([[3.0, 0.0], [1.0, 1.0]]), torch.tensor([[0.0, 2.0]]))
+        tensor([[0.0000],
+                [0.7071]])
     """
     check_float_tensor(x, "x", ndim=None)
     y = x if y is None else check_float_tensor(y, "y", ndim=None)
