@@ -203,8 +203,9 @@ def hamming_map_at_n(index: HammingIndex, queries: object, query_labels: object,
     if db_labels.shape[0] != len(index):
         raise ValueError(f"database_labels must have one row per indexed code ({len(index)}), "
                          f"got {db_labels.shape[0]}")
+    packed = as_packed(queries, "queries", index.bits // 8)
     top = min(n, len(index))
-    distances, _ = index.search(queries, top)
+    distances, _ = index.search(packed, top)
     if distances.shape[0] != q_labels.shape[0]:
         raise ValueError(f"query_labels must have one row per query ({distances.shape[0]}), got {q_labels.shape[0]}")
     if q_labels.ndim == 1:
@@ -213,7 +214,6 @@ def hamming_map_at_n(index: HammingIndex, queries: object, query_labels: object,
         has_relevant = (q_labels & db_labels.any(0)).any(1)
     radius = distances[:, -1]
     aps = []
-    packed = as_packed(queries, "queries", index.bits // 8)
     for value in radius.unique().tolist():                       # one range search per distinct N-th distance
         rows = torch.nonzero((radius == value) & has_relevant).flatten()
         if rows.numel() == 0:

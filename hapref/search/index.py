@@ -49,6 +49,8 @@ class HammingIndex:
 
     ``search(queries, k)`` returns ``(distances, indices)``, both ``[Q, k]`` int64 tensors, sorted by
     increasing distance in bits; equal distances come by increasing index (FAISS's order).
+    An IVF index only scans ``nprobe`` lists: a query whose lists hold fewer than k codes gets index −1
+    in the missing places (FAISS's convention).
 
     Examples:
         >>> import torch
