@@ -61,11 +61,11 @@ __all__ += ["QuadletLoss", "Quadruplet1Loss", "Quadruplet2Loss", "RadialLoss", "
 
 # TCA: memory-bank contrastive losses and their gradient analysis.
 from hapref.losses.contrastive_gradients import anchor_gradient, negative_weights, similarity_gradients  # noqa: E402
-from hapref.losses.memory_bank import (CircleLoss, MemoryBank, MemoryBankInfoNCE, contrastive_loss,  # noqa: E402
-                                       contrastive_similarities)
+from hapref.losses.memory_bank import (CircleLoss, HardestTripletLoss, MemoryBank, MemoryBankInfoNCE,  # noqa: E402
+                                       contrastive_loss, contrastive_similarities)
 
-__all__ += ["anchor_gradient", "CircleLoss", "contrastive_loss", "contrastive_similarities", "MemoryBank",
-            "MemoryBankInfoNCE", "negative_weights", "similarity_gradients"]
+__all__ += ["anchor_gradient", "CircleLoss", "contrastive_loss", "contrastive_similarities", "HardestTripletLoss",
+            "MemoryBank", "MemoryBankInfoNCE", "negative_weights", "similarity_gradients"]
 
 # AutoSSVH: frame reconstruction, view contrast, component voting and P2Set.
 from hapref.losses.autossvh import (LOSS_WEIGHTS, AutoSSVHWeights, autossvh_loss,  # noqa: E402

@@ -174,11 +174,49 @@ class CircleLoss(nn.Module):
         return _cross_entropy_column0(self.logits(sims), keep)
 
 
-def contrastive_loss(name: str, temperature: float = 0.07, m: float = 0.25, gamma: float = 256.0) -> nn.Module:
-    """``"infonce"`` -> :class:`MemoryBankInfoNCE`, ``"circle"`` -> :class:`CircleLoss`."""
+class HardestTripletLoss(nn.Module):
+    """Triplet loss with the hardest negative of each row, the pair-wise baseline of TCA Table 1d.
+
+    ``mean_rows [max_j s_n^j − s_p + margin]_+`` over the valid negatives of each row (rows without one give
+    0); same ``sims [B, 1 + M]`` / ``valid [B, M]`` layout as :class:`MemoryBankInfoNCE`. TCA §4.2 compares
+    its memory-bank losses with triplet training and hard-negative mining as in DML (Kordopatis-Zilos et al.
+    2017); the margin is a free parameter (not stated in the TCA paper).
+
+    Examples:
+        >>> sims = torch.tensor([[0.8, 0.75, 0.1], [0.9, -0.2, 0.3]])
+        >>> round(HardestTripletLoss(margin=0.1)(sims).item(), 4)  # ([0.75 - 0.8 + 0.1]_+ + 0) / 2
+        0.025
+    """
+
+    def __init__(self, margin: float = 0.1) -> None:
+        super().__init__()
+        if margin < 0:
+            raise ValueError(f"margin must be >= 0, got {margin}")
+        self.margin = margin
+
+    def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
+        keep = _check_sims(sims, valid)
+        if sims.shape[0] == 0 or sims.shape[1] < 2:
+            return sims.sum() * 0.0
+        hardest = sims[:, 1:].masked_fill(~keep[:, 1:], -math.inf).amax(dim=1)
+        hinge = (hardest - sims[:, 0] + self.margin).clamp_min(0)
+        return torch.where(keep[:, 1:].any(dim=1), hinge, torch.zeros_like(hinge)).mean()
+
+
+def contrastive_loss(name: str, temperature: float = 0.07, m: float = 0.25, gamma: float = 256.0,
+                     margin: float = 0.1) -> nn.Module:
+    """``"infonce"`` -> :class:`MemoryBankInfoNCE`, ``"circle"`` -> :class:`CircleLoss`,
+    ``"triplet"`` -> :class:`HardestTripletLoss` (TCA Table 1c/1d).
+
+    Examples:
+        >>> [type(contrastive_loss(n)).__name__ for n in ("infonce", "circle", "triplet")]
+        ['MemoryBankInfoNCE', 'CircleLoss', 'HardestTripletLoss']
+    """
     if name == "infonce":
         return MemoryBankInfoNCE(temperature)
     if name == "circle":
         return CircleLoss(m, gamma)
-    raise ValueError(f"loss must be 'infonce' or 'circle', got {name!r}")
+    if name == "triplet":
+        return HardestTripletLoss(margin)
+    raise ValueError(f"loss must be 'infonce', 'circle' or 'triplet', got {name!r}")
 

@@ -24,6 +24,13 @@ from hapref.models.tca import TCA_PRESETS, TemporalContextAggregator  # noqa: E4
 
 __all__ += ["TCA_PRESETS", "TemporalContextAggregator"]
 
+# TCA Table 1a baselines (NetVLAD, LSTM, GRU) and the momentum key encoder of Table 1e
+from hapref.models.aggregators import (AGGREGATORS, NetVLADAggregator, RecurrentAggregator,  # noqa: E402
+                                       build_aggregator)
+from hapref.models.momentum import MomentumEncoder  # noqa: E402
+
+__all__ += ["AGGREGATORS", "build_aggregator", "MomentumEncoder", "NetVLADAggregator", "RecurrentAggregator"]
+
 # AutoSSVH: Grade-Net, the Gumbel top-K sampler and the hashing network
 from hapref.models.autossvh import (PRESETS as AUTOSSVH_PRESETS, AutoSSVHNet, GradeNet, gradient_reversal,  # noqa: E402
                                     gumbel_topk)

@@ -75,6 +75,29 @@ class TemporalContextAggregator(nn.Module):
         out, _ = self._encode(features, valid)
         return F.normalize(out, dim=-1)
 
+    @torch.no_grad()
+    def attention_weights(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Self-attention weights ``[N, L, T, T]`` of each of the L layers, averaged over heads (TCA Eq. 2, Fig. 5).
+
+        Row ``t`` of layer ``l`` is the softmax ``softmax(QKᵀ/√d)`` of frame t over the frames fed to that layer;
+        padded frames get weight 0 and their rows are 0. The column mean over valid rows is the average
+        attention a frame receives, the "response" of TCA Fig. 5. No gradient; dropout follows ``self.training``.
+
+        Examples:
+            >>> model = TemporalContextAggregator(d_model=8, nhead=2, num_layers=1, dim_feedforward=16).eval()
+            >>> w = model.attention_weights(torch.randn(1, 4, 8), torch.tensor([[True, True, True, False]]))
+            >>> tuple(w.shape), w[0, 0, :3].sum(-1).tolist(), float(w[0, 0, :, 3].abs().sum())
+            ((1, 1, 4, 4), [1.0, 1.0, 1.0], 0.0)
+        """
+        valid = _check_inputs(features, valid, self.d_model)
+        padding = ~(valid | ~valid.any(dim=1, keepdim=True))
+        weights, x = [], features
+        for layer in self.encoder.layers:
+            _, w = layer.self_attn(x, x, x, key_padding_mask=padding, need_weights=True, average_attn_weights=True)
+            weights.append(w.masked_fill(~valid.unsqueeze(-1), 0.0))
+            x = layer(x, src_key_padding_mask=padding)
+        return torch.stack(weights, dim=1)
+
     @renamed_keywords(mask="valid")
     def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
         """Video descriptor ``[N, D]``: mean of the encoder outputs over valid frames, L2-normalised (TCA_c)."""

@@ -1,0 +1,135 @@
+"""Baseline temporal aggregators of TCA Table 1a: NetVLAD, LSTM and GRU.
+
+They share :class:`~hapref.models.tca.TemporalContextAggregator`'s call convention,
+``model(features [N, T, D], valid [N, T]) -> [N, D]`` (an L2-normalised video descriptor; ``valid`` is True
+for real frames and False for padding), so the TCA pipeline can train any of them with the same memory-bank
+loss. TCA §4.2 compares them with the Transformer on iMAC features, video-level descriptors and the dot product.
+
+* :class:`NetVLADAggregator` — NetVLAD (Arandjelović et al., CVPR 2016): soft-assign every frame to ``K``
+  learned centres, sum the residuals per centre over the valid frames, intra-normalise, flatten, L2-normalise,
+  then a linear map back to ``D`` (so every aggregator yields a ``D``-dimensional descriptor) and L2-normalise.
+* :class:`RecurrentAggregator` — an LSTM (Hochreiter & Schmidhuber 1997) or GRU (Cho et al. 2014) over the
+  valid frames in temporal order (padding must come after the real frames); the hidden states are the refined
+  frame descriptors (``frame_embeddings``) and their valid-only mean, L2-normalised, is the video descriptor.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from hapref.models.tca import _check_inputs
+
+__all__ = ["AGGREGATORS", "NetVLADAggregator", "RecurrentAggregator", "build_aggregator"]
+
+#: Names accepted by :func:`build_aggregator`.
+AGGREGATORS: tuple[str, ...] = ("transformer", "netvlad", "lstm", "gru")
+
+
+class NetVLADAggregator(nn.Module):
+    """NetVLAD pooling of frame descriptors into one video descriptor (TCA Table 1a baseline).
+
+    For frame ``x_t`` and centre ``c_k``: ``a_k(x_t) = softmax_k(w_k·x_t + b_k)``,
+    ``V_k = Σ_{t valid} a_k(x_t) (x_t − c_k)``; each ``V_k`` is L2-normalised (intra-normalisation), the
+    concatenation ``[K·D]`` is L2-normalised, projected by a linear layer to ``D`` and L2-normalised again.
+
+    Args:
+        d_model: frame descriptor size D (also the output size).
+        clusters: number of centres K.
+
+    Examples:
+        >>> model = NetVLADAggregator(d_model=8, clusters=4)
+        >>> x, valid = torch.randn(2, 5, 8), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+        >>> out = model(x, valid)
+        >>> tuple(out.shape), torch.allclose(out.norm(dim=-1), torch.ones(2))
+        ((2, 8), True)
+    """
+
+    def __init__(self, d_model: int, clusters: int = 16) -> None:
+        super().__init__()
+        if d_model < 1 or clusters < 1:
+            raise ValueError(f"d_model and clusters must be >= 1, got d_model={d_model}, clusters={clusters}")
+        self.d_model, self.clusters = d_model, clusters
+        self.assign = nn.Linear(d_model, clusters)
+        self.centres = nn.Parameter(torch.randn(clusters, d_model) / d_model ** 0.5)
+        self.project = nn.Linear(clusters * d_model, d_model)
+
+    def vlad(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """The normalised VLAD vector ``[N, K·D]`` before the projection."""
+        valid = _check_inputs(features, valid, self.d_model)
+        weights = torch.softmax(self.assign(features), dim=-1) * valid.unsqueeze(-1).to(features.dtype)  # [N,T,K]
+        residual = torch.einsum("ntk,ntd->nkd", weights, features) - weights.sum(1).unsqueeze(-1) * self.centres
+        return F.normalize(F.normalize(residual, dim=-1).flatten(1), dim=-1)
+
+    def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Video descriptor ``[N, D]``, L2-normalised."""
+        return F.normalize(self.project(self.vlad(features, valid)), dim=-1)
+
+
+class RecurrentAggregator(nn.Module):
+    """LSTM or GRU over the valid frames, mean of the hidden states as video descriptor (TCA Table 1a baselines).
+
+    Args:
+        d_model: frame descriptor size D; the hidden size is D too.
+        cell: ``"lstm"`` or ``"gru"``.
+        num_layers: stacked recurrent layers.
+
+    ``valid`` must mark a prefix of each row (padding after the real frames), as the padding helpers produce.
+
+    Examples:
+        >>> model = RecurrentAggregator(d_model=8, cell="gru")
+        >>> x, valid = torch.randn(2, 5, 8), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+        >>> tuple(model(x, valid).shape), tuple(model.frame_embeddings(x, valid).shape)
+        ((2, 8), (2, 5, 8))
+        >>> bool(model.frame_embeddings(x, valid)[1, 3:].abs().sum() == 0)  # padded frames stay zero
+        True
+    """
+
+    def __init__(self, d_model: int, cell: str = "lstm", num_layers: int = 1) -> None:
+        super().__init__()
+        if cell not in ("lstm", "gru"):
+            raise ValueError(f"cell must be 'lstm' or 'gru', got {cell!r}")
+        if d_model < 1 or num_layers < 1:
+            raise ValueError(f"d_model and num_layers must be >= 1, got d_model={d_model}, num_layers={num_layers}")
+        self.d_model, self.cell = d_model, cell
+        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(d_model, d_model, num_layers, batch_first=True)
+
+    def _encode(self, features: Tensor, valid: Tensor | None) -> tuple[Tensor, Tensor]:
+        valid = _check_inputs(features, valid, self.d_model)
+        lengths = valid.sum(1)
+        prefix = torch.arange(valid.shape[1], device=valid.device) < lengths.unsqueeze(1)
+        if not torch.equal(prefix, valid):
+            raise ValueError("valid must mark a prefix of every row (real frames first, padding after)")
+        packed = pack_padded_sequence(features, lengths.clamp_min(1).cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=features.shape[1])
+        return out.masked_fill(~valid.unsqueeze(-1), 0.0), valid
+
+    def frame_embeddings(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Hidden states ``[N, T, D]``, each L2-normalised; padded frames are zero."""
+        return F.normalize(self._encode(features, valid)[0], dim=-1)
+
+    def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Video descriptor ``[N, D]``: mean hidden state over the valid frames, L2-normalised."""
+        out, valid = self._encode(features, valid)
+        return F.normalize(out.sum(1) / valid.sum(1, keepdim=True).clamp_min(1).to(out.dtype), dim=-1)
+
+
+def build_aggregator(name: str, d_model: int, nhead: int = 8, dim_feedforward: int = 2048, dropout: float = 0.5,
+                     clusters: int = 16) -> nn.Module:
+    """An aggregator of :data:`AGGREGATORS` by name (TCA Table 1a); ``"transformer"`` is TCA's own (Eq. 2).
+
+    Examples:
+        >>> [type(build_aggregator(n, 16, nhead=4, dim_feedforward=32)).__name__ for n in AGGREGATORS]
+        ['TemporalContextAggregator', 'NetVLADAggregator', 'RecurrentAggregator', 'RecurrentAggregator']
+    """
+    from hapref.models.tca import TemporalContextAggregator
+
+    if name == "transformer":
+        return TemporalContextAggregator(d_model, nhead, 1, dim_feedforward, dropout)
+    if name == "netvlad":
+        return NetVLADAggregator(d_model, clusters)
+    if name in ("lstm", "gru"):
+        return RecurrentAggregator(d_model, name)
+    raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {name!r}")

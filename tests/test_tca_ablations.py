@@ -1,0 +1,163 @@
+"""TCA Table 1 pieces: NetVLAD / LSTM / GRU aggregators, attention weights, momentum key encoder, triplet loss."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from hapref.losses import HardestTripletLoss, contrastive_loss
+from hapref.models import (AGGREGATORS, MomentumEncoder, NetVLADAggregator, RecurrentAggregator,
+                           TemporalContextAggregator, build_aggregator)
+
+
+def padded_batch(d: int = 6) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, d, generator=g, dtype=torch.float64)
+    valid = torch.tensor([[True] * 5, [True] * 3 + [False] * 2, [True] + [False] * 4])
+    return x, valid
+
+
+# ----------------------------------------------------------------------------------------------- NetVLAD
+
+def test_netvlad_matches_literal_loops() -> None:
+    torch.manual_seed(0)
+    model = NetVLADAggregator(d_model=6, clusters=3).double()
+    x, valid = padded_batch()
+    out = model(x, valid)
+    for n in range(x.shape[0]):
+        parts = []
+        for k in range(3):
+            acc = torch.zeros(6, dtype=torch.float64)
+            for t in range(x.shape[1]):
+                if valid[n, t]:
+                    logits = model.assign.weight @ x[n, t] + model.assign.bias
+                    acc = acc + torch.softmax(logits, 0)[k] * (x[n, t] - model.centres[k])
+            parts.append(acc / acc.norm())
+        vlad = torch.cat(parts)
+        vlad = vlad / vlad.norm()
+        expected = model.project(vlad)
+        torch.testing.assert_close(out[n], expected / expected.norm())
+
+
+def test_netvlad_ignores_padding_and_has_gradients() -> None:
+    torch.manual_seed(0)
+    model = NetVLADAggregator(d_model=6, clusters=3).double()
+    x, valid = padded_batch()
+    noisy = x.clone()
+    noisy[~valid] = 100.0
+    torch.testing.assert_close(model(noisy, valid), model(x, valid))
+    model(x, valid).sum().backward()
+    assert model.centres.grad.abs().sum() > 0 and model.assign.weight.grad.abs().sum() > 0
+
+
+# ----------------------------------------------------------------------------------------------- LSTM / GRU
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_recurrent_matches_unpadded_sequences(cell: str) -> None:
+    torch.manual_seed(0)
+    model = RecurrentAggregator(d_model=6, cell=cell).double()
+    x, valid = padded_batch()
+    out, frames = model(x, valid), model.frame_embeddings(x, valid)
+    for n in range(x.shape[0]):
+        length = int(valid[n].sum())
+        hidden = model.rnn(x[n:n + 1, :length])[0][0]                  # the sequence alone, no padding
+        torch.testing.assert_close(frames[n, :length], F.normalize(hidden, dim=-1))
+        assert frames[n, length:].abs().sum() == 0
+        torch.testing.assert_close(out[n], F.normalize(hidden.mean(0), dim=0))
+
+
+def test_recurrent_rejects_bad_input() -> None:
+    model = RecurrentAggregator(d_model=4, cell="gru")
+    with pytest.raises(ValueError, match="prefix"):
+        model(torch.randn(1, 3, 4), torch.tensor([[False, True, True]]))
+    with pytest.raises(ValueError, match="cell"):
+        RecurrentAggregator(d_model=4, cell="rnn")
+    with pytest.raises(ValueError, match="aggregator"):
+        build_aggregator("mean", 4)
+
+
+def test_every_aggregator_follows_the_call_convention() -> None:
+    x, valid = padded_batch(8)
+    for name in AGGREGATORS:
+        model = build_aggregator(name, 8, nhead=2, dim_feedforward=16, dropout=0.0).double().eval()
+        out = model(x, valid)
+        assert out.shape == (3, 8) and out.dtype == torch.float64, name
+        torch.testing.assert_close(out.norm(dim=-1), torch.ones(3, dtype=torch.float64))
+
+
+# ----------------------------------------------------------------------------------------------- attention
+
+def test_attention_weights_match_a_literal_transcription() -> None:
+    torch.manual_seed(0)
+    d, heads = 8, 2
+    model = TemporalContextAggregator(d_model=d, nhead=heads, num_layers=2, dim_feedforward=16, dropout=0.0).eval()
+    model = model.double()
+    x, valid = padded_batch(d)
+    weights = model.attention_weights(x, valid)
+    assert weights.shape == (3, 2, 5, 5)
+    layer_input = x
+    for layer_index, layer in enumerate(model.encoder.layers):
+        attn = layer.self_attn
+        q, k, _ = F.linear(layer_input, attn.in_proj_weight, attn.in_proj_bias).chunk(3, dim=-1)
+        hd = d // heads
+        expected = torch.zeros(3, 5, 5, dtype=torch.float64)
+        for h in range(heads):
+            logits = q[..., h * hd:(h + 1) * hd] @ k[..., h * hd:(h + 1) * hd].transpose(1, 2) / math.sqrt(hd)
+            logits = logits.masked_fill(~valid.unsqueeze(1), -math.inf)
+            expected += torch.softmax(logits, dim=-1) / heads
+        expected = expected.masked_fill(~valid.unsqueeze(-1), 0.0)
+        torch.testing.assert_close(weights[:, layer_index], expected)
+        layer_input = layer(layer_input, src_key_padding_mask=~valid)
+    rows = weights.sum(-1)
+    torch.testing.assert_close(rows, valid.unsqueeze(1).expand_as(rows).double())
+
+
+# ----------------------------------------------------------------------------------------------- momentum
+
+def test_momentum_encoder_is_an_exponential_moving_average() -> None:
+    torch.manual_seed(0)
+    query = torch.nn.Linear(4, 3)
+    start = query.weight.detach().clone()
+    key = MomentumEncoder(query, momentum=0.5)
+    targets = []
+    for _ in range(3):
+        with torch.no_grad():
+            query.weight.add_(1.0)
+        targets.append(query.weight.detach().clone())
+        key.update(query)
+    expected = start
+    for t in targets:
+        expected = 0.5 * expected + 0.5 * t
+    torch.testing.assert_close(key.encoder.weight, expected)
+    assert all(not p.requires_grad for p in key.parameters())
+    copy_key = MomentumEncoder(query, momentum=0.0)
+    with torch.no_grad():
+        query.bias.add_(3.0)
+    copy_key.update(query)
+    torch.testing.assert_close(copy_key.encoder.bias, query.bias.detach())
+    with pytest.raises(ValueError, match="momentum"):
+        MomentumEncoder(query, momentum=1.0)
+    with pytest.raises(ValueError, match="architecture"):
+        key.update(torch.nn.Linear(5, 3))
+
+
+# ----------------------------------------------------------------------------------------------- triplet
+
+def test_hardest_triplet_matches_brute_force_and_autograd() -> None:
+    g = torch.Generator().manual_seed(1)
+    sims = (torch.rand(5, 7, generator=g, dtype=torch.float64) * 2 - 1).requires_grad_(True)
+    valid = torch.rand(5, 6, generator=g) > 0.3
+    valid[4] = False                                              # a row without negatives contributes 0
+    loss = HardestTripletLoss(margin=0.2)(sims, valid)
+    total = 0.0
+    for i in range(5):
+        negatives = [sims[i, 1 + j].item() for j in range(6) if valid[i, j]]
+        if negatives:
+            total += max(0.0, max(negatives) - sims[i, 0].item() + 0.2)
+    assert loss.item() == pytest.approx(total / 5)
+    (grad,) = torch.autograd.grad(loss, sims)
+    assert (grad[:, 0] <= 0).all() and (grad[4] == 0).all() and grad.abs().sum() > 0
+    assert isinstance(contrastive_loss("triplet", margin=0.3), HardestTripletLoss)
+    with pytest.raises(ValueError, match="margin"):
+        HardestTripletLoss(margin=-1.0)
