@@ -87,6 +87,7 @@ def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
     assert hd.init_distributed("gloo")
     results = {name: run_case(name) for name in CASES}
     seeds = [hd.rank_seed(7), hd.broadcast_object(f"from-{hd.get_rank()}")]
+    flags = hd.all_gather_tensor(torch.tensor([rank == 0, True]))     # e.g. TCA keys, AutoSSVH codes: no grad
     try:
         hd.all_gather_with_grad(torch.zeros(rank + 1, 2, requires_grad=True))
         shape_error = ""
@@ -94,7 +95,7 @@ def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
         shape_error = str(err)
     hd.barrier()
     hd.destroy_distributed()
-    torch.save({"cases": results, "seeds": seeds, "shape_error": shape_error, "main": rank == 0},
+    torch.save({"cases": results, "seeds": seeds, "flags": flags, "shape_error": shape_error, "main": rank == 0},
                os.path.join(out_dir, f"rank{rank}.pt"))
 
 
@@ -145,6 +146,8 @@ def test_seeds_broadcast_and_shape_check(ranks):
     assert seeds[0][0] == hd.rank_seed(7, rank=0) and seeds[1][0] == hd.rank_seed(7, rank=1)
     assert seeds[0][1] == seeds[1][1] == "from-0"                       # rank 0's object everywhere
     assert [r["main"] for r in ranks] == [True, False]
+    for r in ranks:
+        assert r["flags"].dtype == torch.bool and r["flags"].tolist() == [True, True, False, True]
     assert all("same shape on every rank" in r["shape_error"] for r in ranks)
 
 
