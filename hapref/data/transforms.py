@@ -20,12 +20,22 @@ Params = dict[str, float | int | str]
 
 
 def uniform(generator: torch.Generator, low: float, high: float) -> float:
-    """A float drawn uniformly from [low, high) with ``generator``."""
+    """A float drawn uniformly from [low, high) with ``generator``.
+
+    Examples:
+        >>> uniform(torch.Generator().manual_seed(0), 0.5, 0.8)
+        0.7910159005419659
+    """
     return low + (high - low) * torch.rand((), generator=generator, dtype=torch.float64).item()
 
 
 def randint(generator: torch.Generator, low: int, high: int) -> int:
-    """An integer in [low, high] (inclusive)."""
+    """An integer in [low, high] (inclusive).
+
+    Examples:
+        >>> randint(torch.Generator().manual_seed(0), 1, 6)
+        3
+    """
     return int(torch.randint(low, high + 1, (), generator=generator).item())
 
 
@@ -39,7 +49,14 @@ def _to_uint8(x: Tensor) -> Tensor:
 
 # ----------------------------------------------------------------------------------------- temporal
 def temporal_crop(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Keep one contiguous segment with 50–80 % of the frames (a partial copy)."""
+    """Keep one contiguous segment with 50–80 % of the frames (a partial copy).
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = temporal_crop(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['length', 'start'])
+    """
     t = frames.shape[0]
     length = max(2, round(t * uniform(generator, 0.5, 0.8)))
     start = randint(generator, 0, t - length)
@@ -47,19 +64,40 @@ def temporal_crop(frames: Tensor, generator: torch.Generator, host: Tensor | Non
 
 
 def speed_change(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Fast-forward (keep every 2nd frame) or slow motion (show every frame twice)."""
+    """Fast-forward (keep every 2nd frame) or slow motion (show every frame twice).
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = speed_change(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['factor'])
+    """
     if torch.rand((), generator=generator).item() < 0.5:
         return frames[::2], {"factor": 2.0}
     return frames.repeat_interleave(2, dim=0), {"factor": 0.5}
 
 
 def reverse(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Play the video backwards."""
+    """Play the video backwards.
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = reverse(frames, torch.Generator().manual_seed(0))
+        >>> torch.equal(out, frames.flip(0)), params
+        (True, {})
+    """
     return frames.flip(0), {}
 
 
 def pause(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Freeze one frame for a quarter to a half of the video's length."""
+    """Freeze one frame for a quarter to a half of the video's length.
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = pause(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['at', 'repeats'])
+    """
     t = frames.shape[0]
     at = randint(generator, 0, t - 1)
     repeats = max(1, round(t * uniform(generator, 0.25, 0.5)))
@@ -68,7 +106,14 @@ def pause(frames: Tensor, generator: torch.Generator, host: Tensor | None = None
 
 
 def frame_drop(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Drop a random 20–40 % of the frames (keeping order)."""
+    """Drop a random 20–40 % of the frames (keeping order).
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = frame_drop(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['kept'])
+    """
     t = frames.shape[0]
     keep = max(2, t - round(t * uniform(generator, 0.2, 0.4)))
     index = torch.randperm(t, generator=generator)[:keep].sort().values
@@ -77,7 +122,15 @@ def frame_drop(frames: Tensor, generator: torch.Generator, host: Tensor | None =
 
 def insert_into_distractor(frames: Tensor, generator: torch.Generator, host: Tensor | None = None,
                            ) -> tuple[Tensor, Params]:
-    """Cut a 50–80 % segment of the video into an unrelated ``host`` video at a random position (a partial copy)."""
+    """Cut a 50–80 % segment of the video into an unrelated ``host`` video at a random position (a partial copy).
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> host = torch.zeros(20, 32, 32, 3, dtype=torch.uint8)
+        >>> out, params = insert_into_distractor(frames, torch.Generator().manual_seed(0), host)
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['at', 'host_frames', 'length', 'start'])
+    """
     if host is None:
         raise ValueError("host must be a uint8 video [T, H, W, 3] to insert the copy into, got None")
     segment, params = temporal_crop(frames, generator)
@@ -88,7 +141,14 @@ def insert_into_distractor(frames: Tensor, generator: torch.Generator, host: Ten
 
 # ------------------------------------------------------------------------------------------ spatial
 def crop_resize(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Crop a box with 50–85 % of the area (random aspect near 1) and resize it back to the frame size."""
+    """Crop a box with 50–85 % of the area (random aspect near 1) and resize it back to the frame size.
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = crop_resize(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['height', 'left', 'top', 'width'])
+    """
     h, w = frames.shape[1:3]
     area = uniform(generator, 0.5, 0.85)
     ratio = uniform(generator, 0.8, 1.25)
@@ -101,12 +161,26 @@ def crop_resize(frames: Tensor, generator: torch.Generator, host: Tensor | None 
 
 
 def hflip(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Mirror the frames left–right."""
+    """Mirror the frames left–right.
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = hflip(frames, torch.Generator().manual_seed(0))
+        >>> torch.equal(out, frames.flip(2)), params
+        (True, {})
+    """
     return frames.flip(2), {}
 
 
 def color_change(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Change brightness, contrast, saturation and hue (kornia.enhance)."""
+    """Change brightness, contrast, saturation and hue (kornia.enhance).
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = color_change(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['brightness', 'contrast', 'hue', 'saturation'])
+    """
     import kornia.enhance as ke
     p = {"brightness": uniform(generator, -0.2, 0.2), "contrast": uniform(generator, 0.6, 1.4),
          "saturation": uniform(generator, 0.3, 1.7), "hue": uniform(generator, -0.4, 0.4)}
@@ -119,7 +193,14 @@ def color_change(frames: Tensor, generator: torch.Generator, host: Tensor | None
 
 
 def blur(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Gaussian blur with sigma 1–2.5 pixels (kornia.filters)."""
+    """Gaussian blur with sigma 1–2.5 pixels (kornia.filters).
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = blur(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['sigma'])
+    """
     import kornia.filters as kf
     sigma = uniform(generator, 1.0, 2.5)
     k = 2 * int(3 * sigma) + 1
@@ -155,7 +236,14 @@ WORDS = ("BREAKING", "LIVE", "REPLAY", "EXCLUSIVE", "HD", "NEWS", "2026", "WATCH
 
 
 def text_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Burn a caption (one or two words, random colour and opacity) into every frame."""
+    """Burn a caption (one or two words, random colour and opacity) into every frame.
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = text_overlay(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['font_px', 'left', 'opacity', 'text', 'top'])
+    """
     t, h, w, _ = frames.shape
     words = [WORDS[randint(generator, 0, len(WORDS) - 1)] for _ in range(randint(generator, 1, 2))]
     text = " ".join(words)
@@ -177,7 +265,14 @@ def logo_rgba() -> Tensor:
 
 
 def logo_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
-    """Paste scikit-image's logo (its own alpha channel) at 20–35 % of the frame height in a random place."""
+    """Paste scikit-image's logo (its own alpha channel) at 20–35 % of the frame height in a random place.
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = logo_overlay(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['left', 'opacity', 'size', 'top'])
+    """
     t, h, w, _ = frames.shape
     side = max(4, round(h * uniform(generator, 0.2, 0.35)))
     logo = F.interpolate(logo_rgba().permute(2, 0, 1)[None], size=(side, side), mode="bilinear",
@@ -190,7 +285,15 @@ def logo_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None
 
 def picture_in_picture(frames: Tensor, generator: torch.Generator, host: Tensor | None = None,
                        ) -> tuple[Tensor, Params]:
-    """Show the video shrunk to 40–65 % of the side inside an unrelated ``host`` video."""
+    """Show the video shrunk to 40–65 % of the side inside an unrelated ``host`` video.
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> host = torch.zeros(20, 32, 32, 3, dtype=torch.uint8)
+        >>> out, params = picture_in_picture(frames, torch.Generator().manual_seed(0), host)
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['left', 'scale', 'top'])
+    """
     if host is None:
         raise ValueError("host must be a uint8 video [T, H, W, 3] for picture-in-picture, got None")
     t, h, w, _ = frames.shape
@@ -235,6 +338,12 @@ def h264_reencode(frames: Tensor, generator: torch.Generator, host: Tensor | Non
 
     One encoder thread and no macroblock-tree rate control: with either, libx264's output varies from run to
     run here, and the benchmark must be the same bytes for the same seed.
+
+    Examples:
+        >>> frames = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
+        >>> out, params = h264_reencode(frames, torch.Generator().manual_seed(0))
+        >>> out.dtype, tuple(out.shape[1:]), sorted(params)
+        (torch.uint8, (32, 32, 3), ['crf', 'kbytes'])
     """
     import io
 
