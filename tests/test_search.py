@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hapref.metrics import map_at_n
-from hapref.metrics.hamming import expected_ap_at_n, hamming_map_at_n, map_at_n_tie_aware
+from hapref.metrics.hamming import expected_ap_at_n, hamming_map_at_n, hamming_map_at_ns, map_at_n_tie_aware
 from hapref.search import HammingIndex, VectorIndex, pack_codes, unpack_codes
 
 
@@ -231,6 +231,9 @@ def test_hamming_map_at_n_equals_dense_tie_aware(multi_label, convention):
         dense = map_at_n_tie_aware(full[keep], relevance[keep], n, convention)
         got = hamming_map_at_n(index, pack_codes(q), q_labels, db_labels, n, convention)
         assert float(got) == pytest.approx(float(dense), abs=1e-12)
+    several = hamming_map_at_ns(index, q, q_labels, db_labels, [5, 20, 100], convention)
+    for value, n in zip(several.tolist(), (5, 20, 100)):
+        assert value == pytest.approx(float(map_at_n_tie_aware(full[keep], relevance[keep], n, convention)), abs=1e-12)
 
 
 def test_hamming_map_at_n_rejects_bad_input():

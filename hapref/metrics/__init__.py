@@ -7,7 +7,7 @@ Scores are similarities: higher = ranked earlier.
 
 from hapref.metrics.ap import average_precision, mean_average_precision, micro_average_precision
 from hapref.metrics.curves import precision_recall_curve
-from hapref.metrics.hamming import hamming_map_at_n, map_at_n_tie_aware
+from hapref.metrics.hamming import hamming_map_at_n, hamming_map_at_ns, map_at_n_tie_aware
 from hapref.metrics.hashing import gmap, map_at_n
 from hapref.metrics.ndcg import ndcg
 from hapref.metrics.order import quadlet_precision, triplet_precision
@@ -16,6 +16,7 @@ __all__ = [
     "average_precision",
     "gmap",
     "hamming_map_at_n",
+    "hamming_map_at_ns",
     "map_at_n",
     "map_at_n_tie_aware",
     "mean_average_precision",

@@ -22,6 +22,7 @@ with FAISS, then gathers each query's whole boundary tie group with a range sear
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from numbers import Integral
 
 import numpy as np
@@ -193,9 +194,32 @@ def hamming_map_at_n(index: HammingIndex, queries: object, query_labels: object,
         >>> hamming_map_at_n(index, db[:1], torch.tensor([0]), torch.tensor([0, 1, 0, 1]), n=2)
         tensor(1., dtype=torch.float64)
     """
+    if not isinstance(n, Integral) or isinstance(n, bool):
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    return hamming_map_at_ns(index, queries, query_labels, database_labels, [n], convention)[0]
+
+
+def hamming_map_at_ns(index: HammingIndex, queries: object, query_labels: object, database_labels: object,
+                      ns: Sequence[int], convention: str = "standard") -> Tensor:
+    """Tie-aware mAP@N for several cut-offs from one search: a [len(ns)] float64 tensor.
+
+    AutoSSVH Sec. 4.2 reports N ∈ {5, 20, 40, 60, 80, 100} (and GMAP, Eq. 21, from them). One top-max(N)
+    search and one range search at the largest N's boundary cover every smaller N. Arguments as in
+    :func:`hamming_map_at_n`.
+
+    Examples:
+        >>> import torch
+        >>> from hapref.search import HammingIndex
+        >>> db = torch.tensor([[1] * 8, [1] * 7 + [-1], [1] * 6 + [-1, -1], [-1] * 8])
+        >>> labels = torch.tensor([0, 1, 0, 1])
+        >>> hamming_map_at_ns(HammingIndex(db), db[:1], labels[:1], labels, ns=[1, 3], convention="autossvh")
+        tensor([1.0000, 0.5556], dtype=torch.float64)
+    """
     if not isinstance(index, HammingIndex):
         raise TypeError(f"index must be a hapref.search.HammingIndex, got {type(index).__name__}")
-    n = _check_n_convention(n, convention)
+    if isinstance(ns, (str, bytes)) or not isinstance(ns, Sequence) or len(ns) == 0:
+        raise ValueError(f"ns must be a non-empty sequence of positive ints, got {ns!r}")
+    ns = [_check_n_convention(n, convention) for n in ns]
     q_labels, db_labels = _labels(query_labels, "query_labels"), _labels(database_labels, "database_labels")
     if q_labels.ndim != db_labels.ndim or (q_labels.ndim == 2 and q_labels.shape[1] != db_labels.shape[1]):
         raise ValueError(f"query_labels {tuple(q_labels.shape)} and database_labels {tuple(db_labels.shape)} "
@@ -204,7 +228,7 @@ def hamming_map_at_n(index: HammingIndex, queries: object, query_labels: object,
         raise ValueError(f"database_labels must have one row per indexed code ({len(index)}), "
                          f"got {db_labels.shape[0]}")
     packed = as_packed(queries, "queries", index.bits // 8)
-    top = min(n, len(index))
+    top = min(max(ns), len(index))
     distances, _ = index.search(packed, top)
     if distances.shape[0] != q_labels.shape[0]:
         raise ValueError(f"query_labels must have one row per query ({distances.shape[0]}), got {q_labels.shape[0]}")
@@ -214,7 +238,7 @@ def hamming_map_at_n(index: HammingIndex, queries: object, query_labels: object,
         has_relevant = (q_labels & db_labels.any(0)).any(1)
     radius = distances[:, -1]
     aps = []
-    for value in radius.unique().tolist():                       # one range search per distinct N-th distance
+    for value in radius.unique().tolist():                       # one range search per distinct boundary distance
         rows = torch.nonzero((radius == value) & has_relevant).flatten()
         if rows.numel() == 0:
             continue
@@ -222,8 +246,9 @@ def hamming_map_at_n(index: HammingIndex, queries: object, query_labels: object,
         for i, q in enumerate(rows.tolist()):
             sl = slice(int(offsets[i]), int(offsets[i + 1]))
             cand = db_labels[ids[sl]]
-            rel = cand == q_labels[q] if q_labels.ndim == 1 else (cand & q_labels[q]).any(1)
-            aps.append(expected_ap_at_n(dist[sl].numpy(), rel.numpy(), n, convention))
+            rel = (cand == q_labels[q] if q_labels.ndim == 1 else (cand & q_labels[q]).any(1)).numpy()
+            d = dist[sl].numpy()
+            aps.append([expected_ap_at_n(d, rel, n, convention) for n in ns])
     if not aps:
         raise ValueError("no query has a relevant item in the database: mAP@N is undefined")
-    return torch.tensor(aps, dtype=torch.float64).mean()
+    return torch.tensor(aps, dtype=torch.float64).mean(0)
