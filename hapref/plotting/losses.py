@@ -35,6 +35,13 @@ def plot_surrogates(tau: float = 0.03, delta: float = 0.18, x_range: tuple[float
     """HAP-VR Fig. 4: G(x; τ) of Smooth-AP (Eq. 7), R⁻(x; δ) of QuadLinear-AP (Eq. 10) and their slopes.
 
     The grey half-plane x > 0 is where a negative outranks a positive.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig = plot_surrogates()
+        >>> len(fig.axes)
+        4
+        >>> plt.close(fig)
     """
     if axes is None:
         fig, axes = plt.subplots(1, 4, figsize=(13, 2.9), constrained_layout=True)
@@ -63,6 +70,14 @@ def misranked_gradient(loss: RankingLoss, d: torch.Tensor, positives: Sequence[f
 
     The query also ranks ``positives`` and some well-ranked ``easy_negatives``. Each d is its own
     query row and the per-query losses are summed (not averaged), so every row gets its own gradient.
+
+    Examples:
+        >>> from hapref.losses import QuadLinearAP, SmoothAP
+        >>> d = torch.tensor([-0.3, 0.2])
+        >>> misranked_gradient(SmoothAP(0.01), d)  # Smooth-AP: no push once the negative leads by 0.2
+        tensor([9.3576e-12, 5.1529e-08], dtype=torch.float64)
+        >>> misranked_gradient(QuadLinearAP(0.18), d)
+        tensor([0.0000, 0.6233], dtype=torch.float64)
     """
     d = d.to(torch.float64)
     fixed = torch.tensor([*positives, *easy_negatives], dtype=torch.float64)
@@ -76,7 +91,16 @@ def misranked_gradient(loss: RankingLoss, d: torch.Tensor, positives: Sequence[f
 
 def plot_misranked_gradients(losses: Mapping[str, RankingLoss], d_range: tuple[float, float] = (-0.4, 0.55),
                              ncols: int = 5) -> Figure:
-    """One small panel per loss: the gradient pushing a single negative down, against its lead d over the positive."""
+    """One small panel per loss: the gradient pushing a single negative down, against its lead d over the positive.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> from hapref.losses import QuadLinearAP, SmoothAP
+        >>> fig = plot_misranked_gradients({"Smooth-AP": SmoothAP(), "QuadLinear-AP": QuadLinearAP()}, ncols=2)
+        >>> len(fig.axes)
+        2
+        >>> plt.close(fig)
+    """
     d = torch.linspace(*d_range, 381, dtype=torch.float64)
     nrows = -(-len(losses) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.2 * nrows), sharex=True,
@@ -102,6 +126,13 @@ def plot_surrogate_explorer(tau: float = 0.01, delta: float = 0.18, p: float = 1
 
     The query of panel (c) has a second positive at 0.6, so ``p`` (the weight of positive–positive
     steps, Eq. 11) visibly rescales QuadLinear-AP's gradient.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig = plot_surrogate_explorer(tau=0.02)
+        >>> len(fig.axes)
+        3
+        >>> plt.close(fig)
     """
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.1), constrained_layout=True)
     x = torch.linspace(-0.4, 0.4, 801, dtype=torch.float64)
@@ -132,7 +163,15 @@ def plot_surrogate_explorer(tau: float = 0.01, delta: float = 0.18, p: float = 1
 
 def plot_ap_curves(curves: Mapping[str, Sequence[float]], families: Mapping[str, str], title: str,
                    ax: Axes | None = None) -> Figure:
-    """mAP against iteration per loss; line style by family (point-, pair-, list-wise)."""
+    """mAP against iteration per loss; line style by family (point-, pair-, list-wise).
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig = plot_ap_curves({"QuadLinear-AP": [0.5, 0.6]}, {"QuadLinear-AP": "list-wise"}, "mAP")
+        >>> len(fig.axes[0].lines)
+        1
+        >>> plt.close(fig)
+    """
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 3.8), constrained_layout=True)
     cmap = plt.get_cmap("tab10")

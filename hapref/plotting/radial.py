@@ -34,7 +34,15 @@ def _scatter(ax: Axes, tensors: Sequence[torch.Tensor]) -> None:
 def plot_quadlet_gradients(points: Mapping[str, Sequence[float]], axes: Sequence[Axes] | None = None,
                            c: float = 3.0) -> Sequence[Axes]:
     """Radial Fig. 1(ii)(a) style: where gradient descent moves each embedding under the Quadlet loss
-    (left) and the Radial loss (right); arrows are ``-grad`` from autograd, the circles show ``R`` and ``cR``."""
+    (left) and the Radial loss (right); arrows are ``-grad`` from autograd, the circles show ``R`` and ``cR``.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> axes = plot_quadlet_gradients({"q": [0, 0], "p": [1, 0], "i": [0, 1], "n": [0.5, 0.5]})
+        >>> len(axes)
+        2
+        >>> plt.close(axes[0].figure)
+    """
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(10, 4.6))
     for ax, (title, loss) in zip(axes, (("Quadlet loss (Eq. 6)", QuadletLoss()),
@@ -65,7 +73,13 @@ def plot_quadlet_gradients(points: Mapping[str, Sequence[float]], axes: Sequence
 
 def plot_theorem_geometry(c: float = 3.0, ax: Axes | None = None) -> Axes:
     """Theorem 3.1's construction on the worst case: the ball of radius R around ``X_G``, the radial
-    projection ``n_perp`` of f(n) onto its sphere, and the orderings of Eq. 2 at this ``c``."""
+    projection ``n_perp`` of f(n) onto its sphere, and the orderings of Eq. 2 at this ``c``.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> ax = plot_theorem_geometry(c=2.0)
+        >>> plt.close(ax.figure)
+    """
     from hapref.radial_theory import worst_case_quadlet
 
     if ax is None:
@@ -92,7 +106,17 @@ def plot_theorem_geometry(c: float = 3.0, ax: Axes | None = None) -> Axes:
 
 def plot_violation_sweep(cs: Sequence[float], rates: Mapping[str, Mapping[str, Sequence[float]]],
                          ax: Axes | None = None) -> Axes:
-    """Violation rate of each ordering of Eq. 1-2 against c; ``rates[setting][relation]`` is one curve."""
+    """Violation rate of each ordering of Eq. 1-2 against c; ``rates[setting][relation]`` is one curve.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> from hapref.radial_theory import violation_rates
+        >>> cs = [1.0, 2.0, 3.0]
+        >>> ax = plot_violation_sweep(cs, {"random": violation_rates(cs, dim=4, count=200)})
+        >>> len(ax.lines)
+        5
+        >>> plt.close(ax.figure)
+    """
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
     styles = dict(zip(ORDER_RELATIONS, ("-", "--", "-.", ":")))

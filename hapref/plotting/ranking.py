@@ -26,12 +26,22 @@ GRADE_COLORS = {2: RELEVANT, 1: INTERMEDIATE, 0: IRRELEVANT}
 
 
 def relevance_colors(relevance: Sequence[int | bool]) -> list[str]:
-    """Green for relevant, red for irrelevant items."""
+    """Green for relevant, red for irrelevant items.
+
+    Examples:
+        >>> relevance_colors([1, 0])
+        ['#2e7d32', '#c62828']
+    """
     return [RELEVANT if r else IRRELEVANT for r in relevance]
 
 
 def grade_colors(grades: Sequence[int]) -> list[str]:
-    """Graded relevance 2 / 1 / 0 (positive / intermediate / negative) to green / amber / red."""
+    """Graded relevance 2 / 1 / 0 (positive / intermediate / negative) to green / amber / red.
+
+    Examples:
+        >>> grade_colors([2, 1, 0])
+        ['#2e7d32', '#f9a825', '#c62828']
+    """
     return [GRADE_COLORS[int(g)] for g in grades]
 
 
@@ -49,6 +59,14 @@ def draw_ranked_list(ax: Axes, facecolors: Sequence[str], *, edgecolors: Sequenc
         images: optional thumbnail per item (H×W×3 array), drawn inside the box.
         y: vertical centre of the row (stack several lists with different y).
         row_label: optional label left of the row.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig, ax = plt.subplots()
+        >>> draw_ranked_list(ax, relevance_colors([1, 0, 1]), texts=["a", "b", "c"])
+        >>> len(ax.patches)
+        3
+        >>> plt.close(fig)
     """
     n = len(facecolors)
     for k in range(n):
@@ -71,12 +89,22 @@ def draw_ranked_list(ax: Axes, facecolors: Sequence[str], *, edgecolors: Sequenc
 
 
 def misordered_pairs(relevance: Sequence[int | bool]) -> list[tuple[int, int]]:
-    """0-based (negative rank, positive rank) pairs where a negative is ranked above a positive."""
+    """0-based (negative rank, positive rank) pairs where a negative is ranked above a positive.
+
+    Examples:
+        >>> misordered_pairs([1, 0, 1, 0, 1])  # (negative, positive) 0-based ranks
+        [(1, 2), (1, 4), (3, 4)]
+    """
     return [(j, i) for i, r_i in enumerate(relevance) if r_i for j in range(i) if not relevance[j]]
 
 
 def ranking_summary(relevance: Sequence[int | bool]) -> tuple[float, float]:
-    """(AP, fraction of correctly ordered positive-negative pairs) of a ranking given top to bottom."""
+    """(AP, fraction of correctly ordered positive-negative pairs) of a ranking given top to bottom.
+
+    Examples:
+        >>> ranking_summary([1, 0, 1])  # AP = (1 + 2/3) / 2, one of two pairs misordered
+        (0.8333333333333333, 0.5)
+    """
     rel = torch.tensor([bool(r) for r in relevance])
     scores = torch.arange(len(rel), 0, -1, dtype=torch.float64)
     pos, neg = scores[rel], scores[~rel]
@@ -90,6 +118,13 @@ def plot_pairwise_vs_listwise(rankings: dict[str, Sequence[int | bool]], figsize
 
     Args:
         rankings: name -> relevance of the ranked items, top first.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig = plot_pairwise_vs_listwise({"A": [1, 0, 1, 0], "B": [0, 1, 1, 0]})
+        >>> len(fig.axes) > 0
+        True
+        >>> plt.close(fig)
     """
     fig, ax = plt.subplots(figsize=figsize)
     for row, (name, relevance) in enumerate(rankings.items()):
@@ -121,6 +156,13 @@ def plot_rank_sweep(n_items: int, other_positives: Sequence[int], rank: int) -> 
         n_items: list length.
         other_positives: 1-based ranks of the positives that stay put.
         rank: 1-based rank of the moving positive; any rank not in ``other_positives``.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig = plot_rank_sweep(6, [1], rank=4)
+        >>> len(fig.axes) > 0
+        True
+        >>> plt.close(fig)
     """
     fixed = set(other_positives)
     free = [k for k in range(1, n_items + 1) if k not in fixed]
@@ -151,7 +193,18 @@ def plot_rank_sweep(n_items: int, other_positives: Sequence[int], rank: int) -> 
 
 def plot_pr_curves(ax: Axes, curves: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> None:
     """Step-wise precision-recall curves; ``curves`` maps a label to (precision, recall) from
-    :func:`hapref.metrics.precision_recall_curve`."""
+    :func:`hapref.metrics.precision_recall_curve`.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> from hapref.metrics import precision_recall_curve
+        >>> precision, recall, _ = precision_recall_curve(torch.tensor([0.9, 0.5, 0.1]), torch.tensor([1, 0, 1]))
+        >>> fig, ax = plt.subplots()
+        >>> plot_pr_curves(ax, {"model": (precision, recall)})
+        >>> len(ax.lines)
+        1
+        >>> plt.close(fig)
+    """
     for label, (precision, recall) in curves.items():
         ax.step(recall.cpu().numpy(), precision.cpu().numpy(), where="post", label=label)
     ax.set_xlabel("recall")

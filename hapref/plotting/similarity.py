@@ -13,7 +13,15 @@ from hapref.features import region_windows
 
 
 def show_frames(videos: Mapping[str, Tensor], num_frames: int = 6, size: float = 1.4) -> plt.Figure:
-    """One row per video: ``num_frames`` evenly spaced uint8 frames ``[T, H, W, 3]``, titled by the key."""
+    """One row per video: ``num_frames`` evenly spaced uint8 frames ``[T, H, W, 3]``, titled by the key.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig = show_frames({"query": torch.zeros(8, 16, 16, 3, dtype=torch.uint8)}, num_frames=4)
+        >>> len(fig.axes)
+        4
+        >>> plt.close(fig)
+    """
     fig, axes = plt.subplots(len(videos), num_frames, figsize=(size * num_frames, size * len(videos)),
                              squeeze=False)
     for row, (name, frames) in zip(axes, videos.items()):
@@ -29,7 +37,15 @@ def show_frames(videos: Mapping[str, Tensor], num_frames: int = 6, size: float =
 
 
 def plot_region_grid(frame: Tensor, grid: int = 3, ax: plt.Axes | None = None) -> plt.Axes:
-    """A frame with the ``grid × grid`` overlapping pooling windows of L3-iMAC drawn on top."""
+    """A frame with the ``grid × grid`` overlapping pooling windows of L3-iMAC drawn on top.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> ax = plot_region_grid(torch.zeros(32, 32, 3, dtype=torch.uint8))
+        >>> len(ax.patches)
+        9
+        >>> plt.close(ax.figure)
+    """
     ax = ax or plt.subplots(figsize=(3, 3))[1]
     ax.imshow(frame.cpu().numpy())
     colours = plt.cm.tab10.colors
@@ -46,7 +62,15 @@ def plot_region_grid(frame: Tensor, grid: int = 3, ax: plt.Axes | None = None) -
 def plot_similarity_matrices(matrices: Sequence[Tensor], titles: Sequence[str], vmin: float | None = None,
                              vmax: float | None = None, xlabel: str = "target frame",
                              ylabel: str = "query frame", size: float = 3.0) -> plt.Figure:
-    """Side-by-side heatmaps of frame-to-frame (or any 2-D) similarity matrices with one shared colour bar."""
+    """Side-by-side heatmaps of frame-to-frame (or any 2-D) similarity matrices with one shared colour bar.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig = plot_similarity_matrices([torch.eye(4), torch.rand(4, 5)], ["copy", "other"])
+        >>> len(fig.axes)  # two panels and the colour bar
+        3
+        >>> plt.close(fig)
+    """
     fig, axes = plt.subplots(1, len(matrices), figsize=(size * len(matrices) + 0.8, size), squeeze=False)
     lo = min(float(m.min()) for m in matrices) if vmin is None else vmin
     hi = max(float(m.max()) for m in matrices) if vmax is None else vmax
@@ -60,7 +84,16 @@ def plot_similarity_matrices(matrices: Sequence[Tensor], titles: Sequence[str], 
 
 
 def plot_topk_curves(ks: Tensor, curves: Mapping[str, Tensor], ax: plt.Axes | None = None) -> plt.Axes:
-    """Similarity as a function of the TopK rate k (k = 0 is Chamfer, k = 1 the mean), one line per candidate."""
+    """Similarity as a function of the TopK rate k (k = 0 is Chamfer, k = 1 the mean), one line per candidate.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> ks = torch.linspace(0, 1, 5)
+        >>> ax = plot_topk_curves(ks, {"copy": 1 - ks / 2})
+        >>> len(ax.lines)
+        1
+        >>> plt.close(ax.figure)
+    """
     ax = ax or plt.subplots(figsize=(5, 3.2))[1]
     for name, values in curves.items():
         ax.plot(ks.cpu().numpy(), values.detach().cpu().numpy(), marker="o", ms=3, label=name)
@@ -72,7 +105,15 @@ def plot_topk_curves(ks: Tensor, curves: Mapping[str, Tensor], ax: plt.Axes | No
 
 
 def plot_score_bars(results: Mapping[str, Mapping[str, float]], ax: plt.Axes | None = None) -> plt.Axes:
-    """Grouped bars: ``results[method][metric]`` (e.g. mAP and μAP per similarity measure)."""
+    """Grouped bars: ``results[method][metric]`` (e.g. mAP and μAP per similarity measure).
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> ax = plot_score_bars({"chamfer": {"mAP": 0.8, "uAP": 0.7}, "mean": {"mAP": 0.6, "uAP": 0.5}})
+        >>> len(ax.patches)
+        4
+        >>> plt.close(ax.figure)
+    """
     ax = ax or plt.subplots(figsize=(6.5, 3.2))[1]
     methods = list(results)
     metrics = list(next(iter(results.values())))

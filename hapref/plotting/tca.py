@@ -18,7 +18,15 @@ __all__ = ["plot_pooling_regions", "plot_negative_weights"]
 
 def plot_pooling_regions(size: int = 7, grid: int = 3, axes: Sequence[Axes] | None = None) -> Sequence[Axes]:
     """One ``size × size`` feature map: iMAC pools it whole (TCA Eq. 1), L3-iRMAC max-pools ``grid²``
-    overlapping regions, L2-normalises and sums them (TCA §3.2)."""
+    overlapping regions, L2-normalises and sums them (TCA §3.2).
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> axes = plot_pooling_regions()
+        >>> len(axes)
+        2
+        >>> plt.close(axes[0].figure)
+    """
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(8, 4))
     colors = plt.cm.tab10.colors
@@ -42,7 +50,15 @@ def plot_pooling_regions(size: int = 7, grid: int = 3, axes: Sequence[Axes] | No
 def plot_negative_weights(tau: float = 0.07, m: float = 0.25, gamma: float = 256.0, s_pos: float = 0.6,
                           background: int = 127, s_background: float = 0.0, ax: Axes | None = None) -> Axes:
     """Push of one negative on the anchor, ``|∂L/∂s_n|·√(1 − s_n²)`` (TCA Eq. 7), vs its similarity ``s_n``,
-    for InfoNCE (τ) and Circle (m, γ), each curve scaled to a maximum of 1."""
+    for InfoNCE (τ) and Circle (m, γ), each curve scaled to a maximum of 1.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> ax = plot_negative_weights()
+        >>> len(ax.lines)
+        3
+        >>> plt.close(ax.figure)
+    """
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4))
     s = torch.linspace(-0.999, 0.999, 401, dtype=torch.float64)
