@@ -175,3 +175,11 @@ def test_chamfer_on_empty_input_is_a_value_error():
     for sim in (torch.rand(0, 4), torch.rand(4, 0), torch.rand(2, 0, 3)):
         with pytest.raises(ValueError, match="sim must have at least one query and one target item"):
             chamfer_similarity(sim)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_pairwise_cosine_of_half_precision_zero_and_tiny_rows_is_finite(dtype):
+    x = torch.tensor([[0.0, 0.0], [1e-4, 0.0], [3.0, 4.0]], dtype=dtype)
+    sim = pairwise_cosine(x)
+    assert sim.dtype == dtype and torch.isfinite(sim).all()
+    assert sim[0].abs().max().item() == 0 and sim[1, 1].item() == pytest.approx(1.0, abs=1e-2)
