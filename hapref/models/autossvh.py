@@ -107,14 +107,29 @@ def _gather(x: Tensor, index: Tensor) -> Tensor:
 
 
 def random_drop(batch: int, frames: int, num_drop: int, generator: torch.Generator | None = None,
-                device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:
-    """ConMH-style random masks of two views (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH): shuffle the frames once;
-    view 1 drops the last ``num_drop`` shuffled frames, view 2 the first ``num_drop``.
+                device: torch.device | str = "cpu", independent: bool = False) -> tuple[Tensor, Tensor]:
+    """Random masks of two views.
+
+    Default: ConMH-style (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH): shuffle
+    the frames once; view 1 drops the last ``num_drop`` shuffled frames, view 2 the first ``num_drop``, so the
+    views share ``max(0, T − 2M)`` kept frames (none when M ≥ T/2). ``independent=True`` draws each view's
+    dropped frames on its own, as the learned sampler's two Gumbel draws are: the views then share
+    ``(T − M)²/T`` kept frames on average, which makes a like-for-like baseline for the learned sampler.
 
     Returns two [B, num_drop] index tensors, sorted.
+
+    Examples:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> d1, d2 = random_drop(1, 8, 4, g)
+        >>> sorted(d1[0].tolist() + d2[0].tolist())  # complementary: every frame dropped exactly once
+        [0, 1, 2, 3, 4, 5, 6, 7]
     """
     if not 0 <= num_drop < frames:
         raise ValueError(f"num_drop must lie in [0, frames={frames}), got {num_drop}")
+    if independent:
+        first = torch.rand(batch, frames, generator=generator).argsort(-1)[:, :num_drop]
+        second = torch.rand(batch, frames, generator=generator).argsort(-1)[:, :num_drop]
+        return first.sort(-1).values.to(device), second.sort(-1).values.to(device)
     perm = torch.rand(batch, frames, generator=generator).argsort(-1).to(device)
     return perm[:, frames - num_drop:].sort(-1).values, perm[:, :num_drop].sort(-1).values
 
