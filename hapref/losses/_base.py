@@ -38,7 +38,7 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
     @abstractmethod
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         """Loss of each query ``[Q]`` from float scores ``[Q, M]`` and disjoint bool flags ``[Q, M]`` of
-        positives/negatives (every row has a positive); no input checks, see :meth:`forward`.
+        positives/negatives (every row has a positive); no input checks, see :meth:`hapref.losses.RankingLoss.forward`.
 
         Examples:
             >>> from hapref.losses import MAE

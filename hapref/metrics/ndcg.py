@@ -77,7 +77,7 @@ def ndcg(scores: Tensor, gains: Tensor, k: int | None = None, ignore: Tensor | N
         ignore: optional bool, True = leave the entry out of the ranking (e.g. the query itself).
 
     Returns:
-        A 0-d tensor. Tied scores: a group of tied scores shares its mean gain over the group's ranks
+        The mean NDCG, a 0-d tensor. A group of tied scores shares its mean gain over the group's ranks
         (McSherry & Najork 2008), equal to ``sklearn.metrics.ndcg_score``'s default. Queries whose
         gains are all 0 are skipped (scikit-learn scores them 0 instead).
 
