@@ -63,7 +63,9 @@ class HighlightTask:
         for k, ((start, end), critical) in enumerate(zip(video.clips[:-1], video.critical[:-1])):
             calm_end = end - (video.critical_frames[start:end].sum().item())
             calm.append(_windows_inside(start, calm_end, window))
-            event.append(torch.arange(end - window, end - window // 2))  # windows that end inside the event
+            # windows with at least half their frames in the event, never crossing the cut into the next clip
+            last = end - window
+            event.append(torch.arange(min(max(start, calm_end - window // 2), last), last + 1))
             nxt.append(_windows_inside(*video.clips[k + 1], window))
             crit.append(critical)
         self.calm, self.event, self.next, self.is_critical = calm, event, nxt, torch.tensor(crit)
@@ -74,10 +76,21 @@ class HighlightTask:
     def _pick(self, pools: list[Tensor], clips: Tensor, generator: torch.Generator) -> Tensor:
         return torch.stack([pools[c][torch.randint(len(pools[c]), (1,), generator=generator)][0] for c in clips.tolist()])
 
+    def _pick_pair(self, pools: list[Tensor], clips: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """Two different windows of each clip's pool (the same one only when the pool holds a single window)."""
+        first, second = [], []
+        for c in clips.tolist():
+            n = len(pools[c])
+            a = int(torch.randint(n, (), generator=generator))
+            b = (a + 1 + int(torch.randint(max(n - 1, 1), (), generator=generator))) % n
+            first.append(pools[c][a])
+            second.append(pools[c][b])
+        return torch.stack(first), torch.stack(second)
+
     def batch(self, step: int, device: torch.device) -> tuple[Tensor, Tensor]:
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
         clips = torch.randint(len(self.calm), (self.batch_size,), generator=generator)
-        q, p = self._pick(self.calm, clips, generator), self._pick(self.calm, clips, generator)
+        q, p = self._pick_pair(self.calm, clips, generator)
         i, n = self._pick(self.event, clips, generator), self._pick(self.next, clips, generator)
         critical = self.is_critical[clips] if self.quadlet_loss is not None else torch.zeros_like(clips, dtype=torch.bool)
         rows = torch.stack([q, p, i, n])

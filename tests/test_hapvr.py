@@ -10,15 +10,20 @@ import torch
 from hapref.models.hapvr import VIDEO_LOSSES, DinoTeacher, build_hapvr_network, video_ranking_loss
 from hapref.train import fit, load_pipeline
 from hapref.train.__main__ import main
+from hapref.data.views import make_views, s2vs_batch, s2vs_labels
 from hapref.train.hapvr import (
+    DEFAULT_LOSS,
     LOSSES,
+    PROFILES,
     HAPVRTask,
     Variant,
-    batch_relevance,
     config_for,
-    make_views,
     summary_line,
 )
+
+
+def batch_relevance(clips: int) -> torch.Tensor:
+    return s2vs_labels(torch.eye(clips))
 
 
 @pytest.mark.parametrize("name", VIDEO_LOSSES)
@@ -52,6 +57,34 @@ def test_batch_relevance_is_s2vs_labels() -> None:
     assert torch.equal(rel, expected)
 
 
+def test_video_in_video_mixing_makes_the_host_clip_relevant() -> None:
+    mixing = torch.eye(3)
+    mixing[0, 2] = 0.4                       # strong view 0 holds clip 2
+    labels = s2vs_labels(mixing)
+    assert labels[3, 2] and labels[3, 5] and labels[2, 3] and not labels[3, 1]
+    assert torch.equal(labels, labels.T)
+
+
+def test_s2vs_batch_follows_the_released_recipe() -> None:
+    """Weak views keep 80-100 % of the frame (flip p 0.5); strong views differ from the weak ones."""
+    clips = torch.randint(0, 256, (4, 12, 32, 32, 3), dtype=torch.uint8)
+    weak, strong, labels = s2vs_batch(clips, 8, torch.Generator().manual_seed(0), video_in_video_p=1.0)
+    assert weak.shape == strong.shape == (4, 8, 32, 32, 3)
+    assert labels.shape == (8, 8) and labels.diagonal().all()
+    assert labels.sum() > 8 + 8                      # weak/strong pairs plus the Video-in-Video hosts
+    again = s2vs_batch(clips, 8, torch.Generator().manual_seed(0), video_in_video_p=1.0)
+    assert torch.equal(weak, again[0]) and torch.equal(strong, again[1])
+
+
+def test_defaults_are_the_papers_method() -> None:
+    assert DEFAULT_LOSS == "quadlinear_ap" and Variant().temporal_k == 0.03 and Variant().frame_ap
+    released = PROFILES["released"]
+    assert (released.frames, released.batch_videos, released.lr, released.steps, released.warmup_steps) == \
+        (28, 128, 4e-5, 30000, 1000)
+    assert released.resample and released.backbone == "resnet50" and released.teacher == "dino"
+    assert (config_for("released").weight_decay, config_for("released").eval_every) == (1e-2, 1500)
+
+
 def test_views_have_the_requested_length() -> None:
     clip = torch.randint(0, 256, (12, 32, 32, 3), dtype=torch.uint8)
     views = make_views(clip, 3, 8, torch.Generator().manual_seed(0))
@@ -71,7 +104,19 @@ def test_batches_are_deterministic_per_step(smoke_task: HAPVRTask) -> None:
     n = 2 * smoke_task.profile.batch_videos
     assert a["features"].shape[:2] == (n, smoke_task.profile.frames)
     assert a["teacher"].shape[:2] == (n, smoke_task.profile.frames)
-    assert not torch.equal(a["features"], smoke_task.batch(4, torch.device("cpu"))["features"])
+    assert len({smoke_task.batch(s, torch.device("cpu"))["features"].sum().item() for s in range(10)}) > 1
+
+
+def test_resampled_views_draw_fresh_batches(smoke_task: HAPVRTask) -> None:
+    """The released path: every step augments its clips afresh and runs the frozen backbone."""
+    from dataclasses import replace
+    task = HAPVRTask("smoke", Variant(), seed=1)
+    task.profile = replace(task.profile, resample=True)
+    a, b = task.batch(0, torch.device("cpu")), task.batch(1, torch.device("cpu"))
+    assert a["features"].shape == smoke_task.batch(0, torch.device("cpu"))["features"].shape
+    assert not torch.equal(a["features"], b["features"])
+    assert torch.equal(a["features"], task.batch(0, torch.device("cpu"))["features"])
+    assert a["relevance"].diagonal().all()
 
 
 def test_loss_terms_and_gradients_reach_attention_and_psi(smoke_task: HAPVRTask) -> None:

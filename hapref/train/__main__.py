@@ -6,14 +6,14 @@ import argparse
 import sys
 
 from hapref.train.loop import fit
-from hapref.train.registry import PIPELINES, PROFILES, load_pipeline
+from hapref.train.registry import PIPELINES, load_pipeline
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hapref.train", description=__doc__)
     parser.add_argument("pipeline", choices=sorted(PIPELINES))
-    parser.add_argument("--profile", choices=PROFILES, default="smoke")
-    parser.add_argument("--loss", default=None, help="loss name (default: the pipeline's first LOSSES entry)")
+    parser.add_argument("--profile", default="smoke", help="run size: smoke, quick, full or released")
+    parser.add_argument("--loss", default=None, help="loss name (default: the paper's, the pipeline's DEFAULT_LOSS)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="folder for checkpoint.pt, config.json, metrics.json")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
         pipeline = load_pipeline(args.pipeline)
     except ValueError as err:
         parser.error(str(err))
-    loss = args.loss or pipeline.LOSSES[0]
+    if args.profile not in pipeline.PROFILES:
+        parser.error(f"--profile must be one of {', '.join(pipeline.PROFILES)}; got {args.profile!r}")
+    loss = args.loss or pipeline.DEFAULT_LOSS
     if loss not in pipeline.LOSSES:
         parser.error(f"--loss must be one of {', '.join(pipeline.LOSSES)}; got {loss!r}")
     if args.resume and args.out is None:

@@ -1,8 +1,8 @@
 """AutoSSVH pipeline: self-supervised video hashing on frozen frame features of the fine-grained video set.
 
 ``python -m hapref.train autossvh --loss autossvh --profile quick``. Data: the labelled synthetic
-videos of :func:`hapref.data.finegrained.make_finegrained_videos` (frozen EfficientNet-Lite0 features in
-full; the untrained small CNN in smoke/quick, so the CPU chapter runs in seconds), resampled to a
+videos of :func:`hapref.data.finegrained.make_finegrained_videos` (frozen ImageNet EfficientNet-Lite0 features
+in quick and full; the untrained small CNN in smoke, so the CI run takes seconds), resampled to a
 fixed number of frames. Training uses no labels. Evaluation is the hashing protocol
 (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH): test videos query the train split (the database) by Hamming distance; a
 database video is relevant when it shares the query's label (``label`` of the profile: the
@@ -11,6 +11,12 @@ database video is relevant when it shares the query's label (``label`` of the pr
 Losses (ablations): ``autossvh`` = learned adversarial sampler + FR + VC + P2Set (the paper);
 ``autossvh_no_p2set`` = learned sampler without P2Set; ``random_mask`` = ConMH-style random masks +
 FR + VC + P2Set (what the released code trains, the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH); ``random_mask_no_p2set`` = ConMH.
+AutoSSVH Table 3: ``autossvh_no_grl`` = row I (the sampler is trained *with* the hasher, no gradient
+reversal), ``autossvh_no_fr`` = row VI (no frame reconstruction), ``autossvh_no_vc`` = row VII (no view
+contrast). ConMH's masks give the two views disjoint kept frames whenever half or more are dropped, while the
+learned sampler draws each view on its own; ``random_independent`` (+ ``_no_p2set``) draws random views
+independently too, the like-for-like random baseline of the learned sampler.
+Evaluation is tie-aware: mAP@N is the expected value over the orders of equally distant database codes.
 """
 
 from __future__ import annotations
@@ -20,32 +26,82 @@ import functools
 import torch
 from torch import Tensor, nn
 
-
+from hapref.features.frames import FeatureSplit, extract_finegrained_features
 from hapref.losses.autossvh import (AutoSSVHWeights, autossvh_loss, component_vote, dcl_loss, frame_reconstruction,
                                     kmeans_clusters, p2set_loss, view_contrast)
-from hapref.metrics.hashing import map_at_ns
+from hapref.metrics.hamming import hamming_map_at_ns
 from hapref.models.autossvh import AutoSSVHNet, num_dropped, random_drop
+from hapref.search import HammingIndex
 from hapref.train.loop import TrainConfig
-from hapref.train.radial import FeatureSplit, extract_finegrained_features
 
 __all__ = ["LOSSES", "PROFILES", "AutoSSVHTask", "build", "fixed_length", "hamming_scores", "hashing_metrics",
-           "summary_line", "video_features"]
+           "summary_line", "video_features", "view_overlap"]
 
-LOSSES = ("autossvh", "autossvh_no_p2set", "random_mask", "random_mask_no_p2set")
+LOSSES = ("autossvh", "autossvh_no_p2set", "random_mask", "random_mask_no_p2set", "autossvh_no_grl",
+          "autossvh_no_fr", "autossvh_no_vc", "random_independent", "random_independent_no_p2set")
+#: The paper's method: learned adversarial sampler + FR + VC + P2Set (AutoSSVH Eq. 17).
+DEFAULT_LOSS = "autossvh"
 
-_SMALL = dict(name="small-cnn", image_size=32)
+#: Per-dataset settings of the released configs (configs/AutoSSVH_<dataset>.py of
+#: https://github.com/EliSpectre/CVPR25-AutoSSVH): input features, bits, batch, masked fraction, epochs, loss
+#: weights α (VC) and β (P2Set), DCL temperatures τ and τ⁺, k-means cluster counts, P2Set warm-up epochs,
+#: input dropout, the floor of the StepLR schedule and the training-set size. Adam lr 1e-4, weight decay 0.
+RELEASED: dict[str, dict] = {
+    "ucf101": dict(feature_size=4096, frames=25, nbits=64, batch=128, drop_ratio=0.5, epochs=350, alpha=1.0,
+                   beta=0.2, tau=0.5, tau_plus=0.1, clusters=(250, 400, 600), warmup_epochs=50, data_dropout=0.0,
+                   min_lr=1e-6, train_videos=9537),
+    "hmdb51": dict(feature_size=4096, frames=25, nbits=16, batch=128, drop_ratio=0.7, epochs=350, alpha=1.0,
+                   beta=0.2, tau=0.5, tau_plus=0.1, clusters=(250, 400, 600), warmup_epochs=50, data_dropout=0.0,
+                   min_lr=1e-6, train_videos=3570),
+    "activitynet": dict(feature_size=2048, frames=30, nbits=64, batch=128, drop_ratio=0.5, epochs=800, alpha=0.2,
+                        beta=0.01, tau=0.5, tau_plus=0.05, clusters=(250, 400, 600), warmup_epochs=100,
+                        data_dropout=0.2, min_lr=1e-6, train_videos=9722),
+    "fcvid": dict(feature_size=4096, frames=25, nbits=64, batch=512, drop_ratio=0.75, epochs=805, alpha=1.0,
+                  beta=0.01, tau=0.5, tau_plus=0.1, clusters=(250, 500, 1000), warmup_epochs=100, data_dropout=0.0,
+                  min_lr=1e-5, train_videos=45585),
+}
+
+
+def released_profile(dataset: str) -> dict:
+    """The run settings of the released config for ``dataset`` (a key of :data:`RELEASED`), in profile form.
+
+    Epoch counts become steps (``ceil(train_videos / batch)`` steps per epoch); P2Set re-clusters once an epoch.
+
+    Examples:
+        >>> p = released_profile("fcvid")
+        >>> p["steps"], p["warmup"], p["every"], p["clusters"], p["drop_ratio"]
+        (72450, 9000, 90, (250, 500, 1000), 0.75)
+    """
+    if dataset not in RELEASED:
+        raise ValueError(f"dataset must be one of {sorted(RELEASED)}, got {dataset!r}")
+    r = RELEASED[dataset]
+    per_epoch = -(-r["train_videos"] // r["batch"])
+    return dict(data=dict(dataset=dataset, feature_size=r["feature_size"]), backbone=None, label="class",
+                frames=r["frames"], nbits=r["nbits"], preset="small", steps=r["epochs"] * per_epoch, batch=r["batch"],
+                lr=1e-4, drop_ratio=r["drop_ratio"], clusters=r["clusters"], warmup=r["warmup_epochs"] * per_epoch,
+                every=per_epoch, delta=1.0, contrast="dcl", alpha=r["alpha"], beta=r["beta"], tau=r["tau"],
+                tau_plus=r["tau_plus"])
+
+
 #: Run sizes: data (fine-grained videos), frame backbone, hashing network, optimisation, P2Set schedule.
 PROFILES: dict[str, dict] = {
     "smoke": dict(data=dict(num_classes=2, subclasses_per_class=2, train_per_subclass=4, test_per_subclass=2,
-                            frames=(6, 8), size=32), backbone=_SMALL, label="subclass", frames=6, nbits=16, preset="mini", steps=30, batch=16, lr=1e-3,
-                  drop_ratio=0.5, clusters=(4,), warmup=10, every=10, delta=1.0, contrast="infonce"),
+                            frames=(6, 8), size=32), backbone=dict(name="small-cnn", image_size=32),
+                  label="subclass", frames=6, nbits=16, preset="mini", steps=30, batch=16, lr=1e-3,
+                  drop_ratio=0.5, clusters=(4,), warmup=10, every=10, delta=1.0, contrast="infonce",
+                  alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1),
     "quick": dict(data=dict(num_classes=4, subclasses_per_class=3, train_per_subclass=8, test_per_subclass=3,
-                            frames=(8, 12), size=32), backbone=_SMALL, label="subclass", frames=8, nbits=16, preset="mini", steps=150, batch=32, lr=1e-3,
-                  drop_ratio=0.5, clusters=(4, 8), warmup=50, every=25, delta=1.0, contrast="infonce"),
+                            frames=(8, 12), size=32), backbone=dict(name="efficientnet-lite0", image_size=64),
+                  label="subclass", frames=8, nbits=16, preset="mini", steps=150, batch=32, lr=1e-3,
+                  drop_ratio=0.5, clusters=(4, 8), warmup=50, every=25, delta=1.0, contrast="infonce",
+                  alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1),
     "full": dict(data=dict(num_classes=6, subclasses_per_class=4, train_per_subclass=20, test_per_subclass=8,
                            frames=(25, 40), size=160), backbone=dict(name="efficientnet-lite0", image_size=224),
                  label="subclass", frames=25, nbits=64, preset="small", steps=3000, batch=128, lr=1e-4,
-                 drop_ratio=0.5, clusters=(12, 24, 48), warmup=500, every=100, delta=1.0, contrast="dcl"),
+                 drop_ratio=0.5, clusters=(12, 24, 48), warmup=500, every=100, delta=1.0, contrast="dcl",
+                 alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1),
+    # UCF101's released config: pre-extracted 4096-d frame features (``--features``), 25 frames, 64 bits.
+    "released": released_profile("ucf101"),
 }
 NS = (5, 20, 40, 60, 80, 100)
 
@@ -56,6 +112,9 @@ def video_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, Feat
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
     settings = PROFILES[profile]
+    if settings["backbone"] is None:
+        raise ValueError(f"profile {profile!r} trains on the released pre-extracted frame features of "
+                         f"{settings['data']['dataset']}, which are not part of hapref")
     return extract_finegrained_features(settings["data"], settings["backbone"], data_seed)
 
 
@@ -73,12 +132,17 @@ def hamming_scores(query: Tensor, database: Tensor) -> Tensor:
 
 def hashing_metrics(query: Tensor, database: Tensor, query_labels: Tensor, db_labels: Tensor,
                     ns: tuple[int, ...] = NS) -> dict[str, float]:
-    """mAP@N (both conventions, N within the database size) and GMAP of ±1 codes (AutoSSVH Sec. 4.2)."""
+    """Tie-aware mAP@N (both conventions, N within the database size) and GMAP of ±1 codes (AutoSSVH Sec. 4.2).
+
+    ``mAP@N`` divides by the relevant items in the top N (standard), ``mAP@N/autossvh`` by N (the released
+    code's convention); both are the expected value over the orders of equally distant database codes
+    (:func:`hapref.metrics.hamming_map_at_ns`), so they do not depend on the database order. GMAP
+    (Eq. 21) is the root of the sum of squares of the ``autossvh`` values over the N kept.
+    """
     ns = tuple(n for n in ns if n <= database.shape[0])
-    scores = hamming_scores(query.double(), database.double())
-    relevance = query_labels[:, None] == db_labels[None]
-    standard = map_at_ns(scores, relevance, ns, "standard")
-    paper = map_at_ns(scores, relevance, ns, "autossvh")
+    index = HammingIndex(database)
+    standard = hamming_map_at_ns(index, query, query_labels, db_labels, ns, "standard")
+    paper = hamming_map_at_ns(index, query, query_labels, db_labels, ns, "autossvh")
     out = {f"mAP@{n}": float(v) for n, v in zip(ns, standard)}
     out.update({f"mAP@{n}/autossvh": float(v) for n, v in zip(ns, paper)})
     out["GMAP"] = float(paper.square().sum().sqrt())
@@ -96,8 +160,12 @@ class AutoSSVHTask:
         self.settings = s = PROFILES[profile]
         self.loss_name, self.seed = loss, seed
         self.learned = loss.startswith("autossvh")
+        self.adversarial = loss != "autossvh_no_grl"
+        self.independent = loss.startswith("random_independent")
         self.use_p2set = not loss.endswith("no_p2set")
-        self.weights = AutoSSVHWeights(alpha=1.0, beta=0.2 if self.use_p2set else 0.0)
+        self.use_fr = loss != "autossvh_no_fr"
+        self.weights = AutoSSVHWeights(alpha=0.0 if loss == "autossvh_no_vc" else s["alpha"], beta=s["beta"] if self.use_p2set else 0.0, tau=s["tau"],
+                                       tau_plus=s["tau_plus"])
         train, test = video_features(profile)
         self.train_x, self.test_x = fixed_length(train, s["frames"]), fixed_length(test, s["frames"])
         label = "subclasses" if s["label"] == "subclass" else "classes"
@@ -112,7 +180,8 @@ class AutoSSVHTask:
     def batch(self, step: int, device: torch.device) -> tuple[int, Tensor, Tensor, Tensor, Tensor]:
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
         rows = torch.randperm(len(self.train_x), generator=generator)[: self.settings["batch"]]
-        drop1, drop2 = random_drop(len(rows), self.settings["frames"], self.num_drop, generator, device)
+        drop1, drop2 = random_drop(len(rows), self.settings["frames"], self.num_drop, generator, device,
+                                   independent=self.independent)
         return step, rows, self.train_x[rows].to(device), drop1, drop2
 
     def recluster(self, model: AutoSSVHNet) -> None:
@@ -133,21 +202,34 @@ class AutoSSVHTask:
         if self.use_p2set and (self._due(step) or (not self.clusters and step >= self.settings["warmup"])):
             self.recluster(model)
         codes, fr = [], x.new_zeros(())
-        for v, drop in enumerate((drop1, drop2)):
-            generator = torch.Generator().manual_seed(self.seed * 7_919 + 2 * step + v)
-            kept = None
-            if self.learned:
-                kept, _, drop = model.sample(x, self.num_drop, delta=self.settings["delta"], generator=generator)
+        for kept, drop in self.views(model, batch):
             _, b, recon = model.view(x, drop, kept)
             fr = fr + frame_reconstruction(recon, x.gather(1, drop[..., None].expand(-1, -1, x.shape[-1]))) / 2
             codes.append(b)
-        contrast = dcl_loss if self.settings["contrast"] == "dcl" else view_contrast
-        vc = contrast(codes[0], codes[1], self.weights.tau)
+        if self.settings["contrast"] == "dcl":
+            vc = dcl_loss(codes[0], codes[1], self.weights.tau, self.weights.tau_plus)
+        else:
+            vc = view_contrast(codes[0], codes[1], self.weights.tau)
         p2 = x.new_zeros(())
         for assigned, centres in self.clusters if self.use_p2set else []:
             target = assigned[rows.to(assigned.device)]
             p2 = p2 + sum(p2set_loss(b, target, centres) for b in codes) / (2 * len(self.clusters))
-        return {"loss": autossvh_loss(fr, vc, p2, self.weights), "fr": fr, "vc": vc, "p2set": p2}
+        total = autossvh_loss(fr if self.use_fr else torch.zeros_like(fr), vc, p2, self.weights)
+        return {"loss": total, "fr": fr, "vc": vc, "p2set": p2}
+
+    def views(self, model: AutoSSVHNet, batch: tuple[int, Tensor, Tensor, Tensor, Tensor]) -> list[tuple[Tensor | None,
+                                                                                                     Tensor]]:
+        """The two training views of ``batch``: (kept tokens or None, dropped indices [B, M]) each."""
+        step, _, x, drop1, drop2 = batch
+        if not self.learned:
+            return [(None, drop1), (None, drop2)]
+        out = []
+        for v in range(2):
+            generator = torch.Generator().manual_seed(self.seed * 7_919 + 2 * step + v)
+            kept, _, drop = model.sample(x, self.num_drop, adversarial=self.adversarial, delta=self.settings["delta"],
+                                         generator=generator)
+            out.append((kept, drop))
+        return out
 
     def codes(self, model: AutoSSVHNet) -> tuple[Tensor, Tensor]:
         """Binary (database = train, query = test) codes with all frames visible."""
@@ -157,6 +239,25 @@ class AutoSSVHTask:
     def evaluate(self, model: AutoSSVHNet) -> dict[str, float]:
         database, query = self.codes(model)
         return hashing_metrics(query, database, self.test_labels, self.train_labels)
+
+
+@torch.no_grad()
+def view_overlap(task: AutoSSVHTask, model: AutoSSVHNet, steps: int = 4) -> float:
+    """Mean number of kept frames the two training views of a video share, over the batches of ``steps`` steps.
+
+    Examples:
+        >>> task, _ = build("smoke", "random_mask", 0)          # doctest: +SKIP
+        >>> view_overlap(task, task.build_model())              # doctest: +SKIP
+        0.0
+    """
+    device = next(model.parameters()).device
+    frames, total = task.settings["frames"], []
+    for step in range(steps):
+        batch = task.batch(step, device)
+        keeps = [torch.ones(len(batch[1]), frames, dtype=torch.bool, device=device).scatter(1, drop, False)
+                 for _, drop in task.views(model, batch)]
+        total.append((keeps[0] & keeps[1]).sum(1).double().mean())
+    return float(torch.stack(total).mean())
 
 
 def build(profile: str, loss: str, seed: int, progress: bool = True) -> tuple[AutoSSVHTask, TrainConfig]:

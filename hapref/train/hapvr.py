@@ -1,16 +1,19 @@
 """The HAP-VR training pipeline (HAP-VR §3.4 Algorithm 1, §4.1) on the book's copy-detection benchmark.
 
-Self-supervised: every unlabeled training clip gives a weak view and several strong views (temporal and
-spatial edits from :mod:`hapref.data.transforms`); a batch holds the weak and one strong view of B clips,
-so the N = 2B videos have S2VS labels (diagonal and weak_i <-> strong_i relevant). The backbone is frozen,
-so the student's region features (L3-iMAC, PCA-whitened on the training split) and the teacher's frame
-embeddings of every view are computed once per profile and cached; training then only runs the region
-attention, ψ and the losses of Eq. 15. Evaluation: DSVR mAP and μAP of query × database similarities.
+Self-supervised: a batch holds B unlabeled training clips, each with a weak and a strong view drawn
+with the released S2VS/HAP-VR recipe (:func:`hapref.data.views.s2vs_batch`: weak = crop of 80–100 % area
++ flip with p 0.5; strong = temporal transform, 50–100 % crop, RandAugment, overlays, blur; then
+Video-in-Video), so the N = 2B videos have S2VS labels (diagonal, weak_i <-> strong_i and the clips mixed
+by Video-in-Video relevant). The backbone is frozen; the student's region features (L3-iMAC, PCA-whitened)
+and the teacher's frame embeddings come from one backbone pass. With ``resample`` (full, released) every
+step draws fresh views and runs the backbone; the CPU profiles draw each step's batch from a cached pool
+of ``view_batches`` independently augmented batches. Training runs the region attention, ψ and the
+losses of Eq. 15 with the released temporal top-K rate 0.03. Evaluation: DSVR mAP and μAP of query ×
+database similarities.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
@@ -22,10 +25,11 @@ from tqdm.auto import tqdm
 
 from hapref.data.benchmark import build_copy_benchmark
 from hapref.data.cache import config_key, data_root, source_digest
-from hapref.files import atomic_torch_save
-from hapref.data.transforms import TRANSFORMS
+from hapref.data import augment as augment_module, views as views_module
+from hapref.data.views import s2vs_batch
 from hapref.features import PCAWhitening, load_backbone, pool_layers
 from hapref.features import backbones as backbones_module, pooling as pooling_module
+from hapref.files import atomic_torch_save
 from hapref.losses import HAPVRObjective, teacher_frame_similarity
 from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.models.hapvr import VIDEO_LOSSES, build_hapvr_network, frame_ranking_loss, video_ranking_loss
@@ -34,12 +38,12 @@ from hapref.train.loop import TrainConfig
 from hapref.utils import get_device
 
 LOSSES: tuple[str, ...] = VIDEO_LOSSES
-DATA_VERSION = 1
-DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "strong_views", "whiten_dim")
-
-WEAK_EDITS = ("crop_resize", "hflip")
-STRONG_TEMPORAL = ("speed_change", "reverse", "pause", "frame_drop", "temporal_crop")
-STRONG_SPATIAL = ("crop_resize", "hflip", "color_change", "blur", "text_overlay", "logo_overlay")
+#: The paper's method: QuadLinear-AP at the video level (plus the frame-level AP term, HAP-VR Eq. 15).
+DEFAULT_LOSS = "quadlinear_ap"
+DATA_VERSION = 2
+DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "view_batches", "batch_videos", "whiten_dim",
+               "backbone", "teacher")
+TEACHERS = ("backbone", "dino")
 
 
 @dataclass(frozen=True)
@@ -48,34 +52,48 @@ class HAPVRProfile:
 
     benchmark: str          # hapref.data benchmark profile
     train_clips: int        # unlabeled clips used (the first ones of the split)
-    frames: int             # frames per training view (every ``stride``-th frame of a clip)
+    frames: int             # frames per training view (S2VS window_sz), from every ``stride``-th frame of a clip
     stride: int
-    strong_views: int       # precomputed strong views per clip (view 0 is the weak one)
+    view_batches: int       # cached augmented batches (the pool of the CPU profiles; whitening is fit on them)
     whiten_dim: int
     batch_videos: int       # B clips per batch -> N = 2B videos
     steps: int
     lr: float
     warmup_steps: int
     eval_every: int = 0
+    resample: bool = False  # True: fresh views and a backbone pass at every step (the released recipe)
+    backbone: str = "efficientnet-lite0"
+    teacher: str = "backbone"   # frame teacher of the frame-level AP: the backbone's global embedding or DINO
+    weight_decay: float = 1e-2
 
 
 PROFILES: dict[str, HAPVRProfile] = {
-    "smoke": HAPVRProfile("smoke", train_clips=8, frames=8, stride=1, strong_views=1, whiten_dim=32,
+    "smoke": HAPVRProfile("smoke", train_clips=8, frames=8, stride=1, view_batches=4, whiten_dim=32,
                           batch_videos=4, steps=10, lr=1e-3, warmup_steps=2),
-    "quick": HAPVRProfile("quick", train_clips=32, frames=16, stride=1, strong_views=2, whiten_dim=128,
+    "quick": HAPVRProfile("quick", train_clips=32, frames=16, stride=1, view_batches=12, whiten_dim=128,
                           batch_videos=4, steps=30, lr=1e-3, warmup_steps=3),
-    "full": HAPVRProfile("full", train_clips=2048, frames=32, stride=2, strong_views=4, whiten_dim=512,
-                         batch_videos=32, steps=5000, lr=4e-5, warmup_steps=250, eval_every=500),
+    "full": HAPVRProfile("full", train_clips=2048, frames=32, stride=2, view_batches=32, whiten_dim=512,
+                         batch_videos=32, steps=5000, lr=4e-5, warmup_steps=250, eval_every=500, resample=True),
+    # The released run (scripts/train.sh of https://github.com/yafeng19/HAP-VR): window 28, 64 pairs per GPU x 2
+    # GPUs, AdamW lr 4e-5 wd 0.01, 30k iterations with 1k warm-up, 512-d PCA, evaluation every 1500 iterations;
+    # ResNet-50 student features and a DINO frame teacher (torchvision and DINO weights are not available here).
+    "released": HAPVRProfile("full", train_clips=8192, frames=28, stride=1, view_batches=64, whiten_dim=512,
+                             batch_videos=128, steps=30000, lr=4e-5, warmup_steps=1000, eval_every=1500,
+                             resample=True, backbone="resnet50", teacher="dino"),
 }
 
 
 @dataclass(frozen=True)
 class Variant:
-    """What an ablation changes (HAP-VR Tables 2–4): the video loss, the frame-level term, the temporal rate."""
+    """What an ablation changes (HAP-VR Tables 2–4): the video loss, the frame-level term, the temporal rate.
 
-    video_loss: str = "quadlinear_ap"
+    ``temporal_k`` defaults to the released rate 0.03 (``v_topk_rate`` of the released ``train.sh``); on the
+    short CPU clips that keeps the single best column after ψ, i.e. Chamfer.
+    """
+
+    video_loss: str = DEFAULT_LOSS
     frame_ap: bool = True
-    temporal_k: float = 0.5     # 16-frame clips leave 4 columns after ψ: 0.5 keeps the top 2 (0.03 would be Chamfer)
+    temporal_k: float = 0.03
     weights: str = "released"
 
     def __post_init__(self) -> None:
@@ -89,8 +107,10 @@ class Variant:
 class HAPVRData:
     """Precomputed tensors of one profile (all on CPU)."""
 
-    train: Tensor            # [C, V, T, R, D] whitened student regions of every view
-    teacher: Tensor          # [C, V, T, D'] teacher frame embeddings of the same views
+    train: Tensor            # [P, 2B, T, R, D] whitened student regions of the pool's [weak; strong] views
+    teacher: Tensor          # [P, 2B, T, D'] teacher frame embeddings of the same views
+    labels: Tensor           # [P, 2B, 2B] bool S2VS labels of every pool batch
+    whitening: dict          # state dict of the PCAWhitening fit on the pool (applied to new videos too)
     queries: Tensor          # [Q, Tq, R, D]
     query_valid: Tensor       # [Q, Tq]
     database: Tensor         # [M, Tm, R, D]
@@ -98,64 +118,63 @@ class HAPVRData:
     relevance: Tensor        # [Q, M] bool (DSVR: near-duplicates and partial copies)
 
 
-def _fit_length(frames: Tensor, length: int, generator: torch.Generator) -> Tensor:
-    """A window of exactly ``length`` frames: a random window if longer, tiled if shorter (HAP-VR's loader)."""
-    if frames.shape[0] < length:
-        frames = frames.repeat(math.ceil(length / frames.shape[0]), 1, 1, 1)
-    start = int(torch.randint(0, frames.shape[0] - length + 1, (), generator=generator))
-    return frames[start:start + length]
+class FrameEncoder:
+    """The frozen student/teacher features of frames: L3-iMAC regions ``[T, R, D]`` and a global ``[T, C]``."""
+
+    def __init__(self, profile: HAPVRProfile, image_size: int) -> None:
+        if profile.teacher not in TEACHERS:
+            raise ValueError(f"teacher must be one of {TEACHERS}, got {profile.teacher!r}")
+        if profile.teacher == "dino":
+            raise ValueError("teacher 'dino' needs DINO ViT weights, which hapref does not ship; "
+                             "use teacher=backbone")
+        self.backbone = load_backbone(profile.backbone, image_size=image_size).to(get_device())
+
+    def __call__(self, frames: Tensor) -> tuple[Tensor, Tensor]:
+        """Student regions [T, R, D] and teacher embeddings [T, C] on the CPU, from one backbone pass."""
+        with torch.no_grad():
+            maps = self.backbone(frames.to(next(self.backbone.parameters()).device))
+        return pool_layers(maps, "l3imac").cpu(), maps[-1].mean(dim=(-2, -1)).cpu()
+
+    def batch(self, clips: Tensor, frames: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
+        """Regions ``[2B, T, R, D]``, teacher ``[2B, T, C]`` and labels ``[2B, 2B]`` of a fresh S2VS batch."""
+        weak, strong, labels = s2vs_batch(clips, frames, generator)
+        views = torch.cat([weak, strong])
+        regions, teacher = self(views.flatten(0, 1))
+        return regions.view(*views.shape[:2], *regions.shape[1:]), teacher.view(*views.shape[:2], -1), labels
 
 
-def make_views(clip: Tensor, count: int, length: int, generator: torch.Generator) -> list[Tensor]:
-    """One weak view (crop + flip) and ``count`` strong views (one temporal + two spatial edits), ``length`` frames each.
-
-    The S2VS weak/strong views HAP-VR trains on (the released S2VS code, https://github.com/gkordo/s2vs).
-    """
-    def edit(frames: Tensor, names: list[str]) -> Tensor:
-        for name in names:
-            frames, _ = TRANSFORMS[name](frames, generator)
-        return _fit_length(frames, length, generator)
-
-    def pick(pool: tuple[str, ...], k: int) -> list[str]:
-        return [pool[i] for i in torch.randperm(len(pool), generator=generator)[:k].tolist()]
-
-    views = [edit(clip, list(WEAK_EDITS))]
-    views += [edit(clip, pick(STRONG_TEMPORAL, 1) + pick(STRONG_SPATIAL, 2)) for _ in range(count)]
-    return views
+def training_clips(bench, profile: HAPVRProfile, clips: Tensor) -> Tensor:
+    """uint8 ``[B, T, H, W, 3]``: the unlabeled training clips ``clips`` of ``bench``, every ``stride``-th frame."""
+    return torch.stack([bench.train[int(c)][::profile.stride] for c in clips])
 
 
 @lru_cache(maxsize=4)
 def prepare_data(profile: str, progress: bool = False) -> HAPVRData:
-    """Features of the training views and of the benchmark for ``profile``, cached on disk and in memory."""
+    """The cached pool of augmented batches and the benchmark features of ``profile``, on disk and in memory."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
     p = PROFILES[profile]
     bench = build_copy_benchmark(p.benchmark)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
-    code = source_digest(backbones_module, pooling_module, sys.modules[__name__])  # the views and the features they give
+    code = source_digest(backbones_module, pooling_module, augment_module, views_module, sys.modules[__name__])
     key = config_key({"hapvr": DATA_VERSION, "data": data_fields, "benchmark": bench.fingerprint()[:16],
                       "code": code})
     path = data_root() / "hapvr" / f"features-{profile}-{key}.pt"
     if path.is_file():
         try:
             return HAPVRData(**torch.load(path, weights_only=True))
-        except (RuntimeError, EOFError, KeyError, TypeError):
+        except Exception:       # a truncated or foreign file: regenerate it
             path.unlink(missing_ok=True)
-    backbone = load_backbone("efficientnet-lite0", image_size=bench.config.frame_size).to(get_device())
-
-    def encode(frames: Tensor) -> tuple[Tensor, Tensor]:
-        """Student regions [T, R, D] and teacher embeddings [T, C] on the CPU, from one backbone pass."""
-        with torch.no_grad():
-            maps = backbone(frames)
-        return pool_layers(maps, "l3imac").cpu(), maps[-1].mean(dim=(-2, -1)).cpu()
-
-    g = torch.Generator().manual_seed(0)
-    regions, teacher = [], []
+    encode = FrameEncoder(p, bench.config.frame_size)
     n_clips = min(p.train_clips, len(bench.train))
-    for c in tqdm(range(n_clips), disable=not progress, desc="training views"):
-        clip = bench.train[c][::p.stride]
-        views = torch.stack(make_views(clip, p.strong_views, p.frames, g))          # [V, T, H, W, 3]
-        r, t = encode(views.flatten(0, 1))
-        regions.append(r.view(*views.shape[:2], *r.shape[1:]))
-        teacher.append(t.view(*views.shape[:2], -1))
+    regions, teacher, labels = [], [], []
+    for b in tqdm(range(p.view_batches), disable=not progress, desc="training views"):
+        g = torch.Generator().manual_seed(b)
+        r, t, lab = encode.batch(training_clips(bench, p, torch.randperm(n_clips, generator=g)[:p.batch_videos]),
+                                 p.frames, g)
+        regions.append(r)
+        teacher.append(t)
+        labels.append(lab)
     train = torch.stack(regions)
     whitening = PCAWhitening.fit(train, dim=min(p.whiten_dim, train.shape[-1]))
 
@@ -165,16 +184,12 @@ def prepare_data(profile: str, progress: bool = False) -> HAPVRData:
 
     queries, query_valid = eval_features(bench.queries.videos)
     database, database_valid = eval_features(bench.database.videos)
-    data = HAPVRData(train=whitening(train), teacher=torch.stack(teacher), queries=queries, query_valid=query_valid,
-                     database=database, database_valid=database_valid, relevance=bench.relevance("DSVR"))
+    data = HAPVRData(train=whitening(train), teacher=torch.stack(teacher), labels=torch.stack(labels),
+                     whitening={k: v.clone() for k, v in whitening.state_dict().items()}, queries=queries,
+                     query_valid=query_valid, database=database, database_valid=database_valid,
+                     relevance=bench.relevance("DSVR"))
     atomic_torch_save(asdict(data), path)
     return data
-
-
-def batch_relevance(clips: int) -> Tensor:
-    """S2VS labels of [weak views; strong views] of ``clips`` clips: diagonal and weak_i <-> strong_i (the released S2VS code, https://github.com/gkordo/s2vs)."""
-    stacked = torch.cat([torch.eye(clips), torch.eye(clips)])
-    return (stacked @ stacked.T) > 0
 
 
 def evaluate_scores(scores: Tensor, relevance: Tensor) -> dict[str, float]:
@@ -192,6 +207,7 @@ class HAPVRTask:
             raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
         self.profile, self.variant, self.seed = PROFILES[profile], variant, seed
         self.data = prepare_data(profile, progress)
+        self._fresh: tuple | None = None      # (benchmark, encoder, whitening) of the resample path, built lazily
         self.objective = HAPVRObjective(video_ranking_loss(variant.video_loss),
                                         frame_ranking_loss() if variant.frame_ap else None, variant.weights)
 
@@ -200,13 +216,20 @@ class HAPVRTask:
 
     def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
-        n_clips, n_views = self.data.train.shape[:2]
-        clips = torch.randperm(n_clips, generator=g)[:self.profile.batch_videos]
-        strong = torch.randint(1, n_views, (len(clips),), generator=g)
-        weak = torch.zeros_like(strong)
-        pick = lambda x: torch.cat([x[clips, weak], x[clips, strong]]).to(device)  # noqa: E731
-        return {"features": pick(self.data.train), "teacher": pick(self.data.teacher),
-                "relevance": batch_relevance(len(clips)).to(device)}
+        if not self.profile.resample:
+            k = int(torch.randint(0, self.data.train.shape[0], (), generator=g))
+            return {"features": self.data.train[k].to(device), "teacher": self.data.teacher[k].to(device),
+                    "relevance": self.data.labels[k].to(device)}
+        if self._fresh is None:
+            bench = build_copy_benchmark(self.profile.benchmark)
+            whitening = PCAWhitening(**self.data.whitening)
+            self._fresh = (bench, FrameEncoder(self.profile, bench.config.frame_size), whitening)
+        bench, encode, whitening = self._fresh
+        n_clips = min(self.profile.train_clips, len(bench.train))
+        clips = training_clips(bench, self.profile, torch.randperm(n_clips, generator=g)[:self.profile.batch_videos])
+        regions, teacher, labels = encode.batch(clips, self.profile.frames, g)
+        return {"features": whitening(regions).to(device), "teacher": teacher.to(device),
+                "relevance": labels.to(device)}
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         video_sim, frame_sims, reg = model(batch["features"])
@@ -238,7 +261,7 @@ def untrained_scores(profile: str, measure: str = "chamfer", k: float = 0.0) -> 
 def config_for(profile: str, seed: int = 0, **overrides: Any) -> TrainConfig:
     """The :class:`TrainConfig` of ``profile`` (AdamW, warm-up + cosine, wd 0.01 as HAP-VR §4.1)."""
     p = PROFILES[profile]
-    return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=1e-2, warmup_steps=p.warmup_steps,
+    return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=p.weight_decay, warmup_steps=p.warmup_steps,
                                eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
 
 

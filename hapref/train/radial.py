@@ -11,24 +11,24 @@ against the train split.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from hapref.data.finegrained import (make_finegrained_videos, relevance_gains, sample_quadlets,
-                                     sample_quadruplets, sample_triplets)
-from hapref.features import load_backbone
+from hapref.data.finegrained import relevance_gains, sample_quadlets, sample_quadruplets, sample_triplets
+from hapref.features.frames import FeatureSplit, extract_finegrained_features
 from hapref.losses.radial import (Quadruplet1Loss, Quadruplet2Loss, QuadletLoss, RadialLoss, TripletLoss,
                                   squared_distance)
 from hapref.metrics import mean_average_precision, ndcg, quadlet_precision, triplet_precision
-from hapref.models.radial import QuadletVideoNet, frame_features, pad_features
+from hapref.models.radial import QuadletVideoNet
 from hapref.train.loop import TrainConfig
 
-__all__ = ["LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "extract_finegrained_features", "make_loss",
-           "finegrained_features", "order_metrics", "summary_line"]
+__all__ = ["DEFAULT_LOSS", "LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "extract_finegrained_features",
+           "finegrained_features", "make_loss", "order_metrics", "summary_line"]
 
 LOSSES = ("triplet", "quadruplet1", "quadruplet2a", "quadruplet2b", "quadlet", "radial")
+#: The paper's method (radial term + triplet term, Radial Eq. 4); the others are its baselines.
+DEFAULT_LOSS = "radial"
 
 #: Run sizes: data set, frame CNN, optimisation. "quick" is the book's CPU setting.
 PROFILES: dict[str, dict] = {
@@ -45,26 +45,6 @@ PROFILES: dict[str, dict] = {
                  backbone=dict(name="efficientnet-lite0", image_size=224), steps=2000, batch=64,
                  eval_quadlets=15000, lr=1e-3, fc_dim=512, hidden_dim=128),
 }
-
-
-@dataclass
-class FeatureSplit:
-    """Padded frozen frame features ``[N, T, F]``, lengths ``[N]`` and labels of one split."""
-
-    features: Tensor
-    lengths: Tensor
-    classes: Tensor
-    subclasses: Tensor
-
-
-def extract_finegrained_features(data: dict, backbone: dict, data_seed: int = 0) -> tuple[FeatureSplit, FeatureSplit]:
-    """Frozen-backbone frame features of the (train, test) fine-grained videos made with ``data`` settings."""
-    cnn = load_backbone(**backbone)
-    splits = []
-    for videos in make_finegrained_videos(seed=data_seed, **data):
-        features, lengths = pad_features([frame_features(cnn, v) for v in videos.videos])
-        splits.append(FeatureSplit(features, lengths, videos.classes, videos.subclasses))
-    return splits[0], splits[1]
 
 
 @functools.lru_cache(maxsize=4)

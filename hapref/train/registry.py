@@ -24,7 +24,7 @@ def load_pipeline(name: str) -> ModuleType:
         if err.name != module_name:
             raise
         raise ValueError(f"pipeline {name!r} is registered but its module {module_name} does not exist yet") from None
-    for attr in ("LOSSES", "build", "summary_line"):
+    for attr in ("LOSSES", "DEFAULT_LOSS", "PROFILES", "build", "summary_line"):
         if not hasattr(module, attr):
             raise ValueError(f"pipeline module {module_name} must define {attr}")
     return module

@@ -1,13 +1,16 @@
 """The TCA training pipeline (TCA §3.4, §4.1) on the book's copy-detection benchmark.
 
 Self-supervised copy pairs: every unlabeled training clip gives a weak view and strong views (the
-HAP-VR/S2VS edits of :func:`hapref.train.hapvr.make_views`). A batch holds B clips; the anchor is one
-view, the positive another view of the same clip, and the negatives are the other clips' positives plus
-a FIFO memory bank of earlier positives (momentum 0 as in the released run, the released TCA code, https://github.com/xwen99/temporal_context_aggregation; bank
-entries of the anchor's own clip are valid-only out). Frame descriptors (L3-iRMAC by default, iMAC as an
-option) come from the frozen EfficientNet-Lite0, PCA-whitened on the training views, computed once per
-profile and cached. Evaluation: DSVR mAP and μAP for TCA_c (cosine of video embeddings), TCA_f (Chamfer
-of frame embeddings) and TCA_sym (symmetric Chamfer), TCA Eq. 8–10.
+edits of :func:`hapref.data.views.make_views`). A batch holds B clips; the anchor is one view, the
+positive another view of the same clip. Negatives are the other clips' positives plus a FIFO memory bank
+fed by a separate *distractor* set of clips that are never anchors (as VCDB's background videos feed the
+released run's queue, https://github.com/xwen99/temporal_context_aggregation); keys of positives and
+distractors come from the current encoder without gradients (MoCo with momentum 0). The default loss
+is the paper's final one, Circle loss with γ = 256, m = 0.25 (TCA §3.4, Table 1c); InfoNCE with
+τ = 1/256 is the variant. Frame descriptors (L3-iRMAC by default, iMAC as an option) come from a frozen
+backbone, PCA-whitened on the training views, computed once per profile and cached. Evaluation: DSVR mAP
+and μAP for TCA_c (cosine of video embeddings), TCA_f (Chamfer of frame embeddings) and TCA_sym
+(symmetric Chamfer), TCA Eq. 8–10.
 """
 
 from __future__ import annotations
@@ -27,20 +30,26 @@ from hapref.features import PCAWhitening, load_backbone, pool_layers
 from hapref.features import backbones as backbones_module, pooling as pooling_module
 from hapref.files import atomic_torch_save
 from hapref.losses.memory_bank import MemoryBank, contrastive_loss, contrastive_similarities
+from hapref.models.aggregators import AGGREGATORS, build_aggregator
+from hapref.models.momentum import MomentumEncoder
 from hapref.models.tca import TemporalContextAggregator
 from hapref.similarity.chamfer import chamfer_similarity, mean_pooled_similarity, pair_valid, symmetric_chamfer
 from hapref.similarity.network import pad_videos
-from hapref.train import hapvr as hapvr_module
-from hapref.train.hapvr import evaluate_scores, make_views
+from hapref.data import views as views_module
+from hapref.data.views import make_views
+from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.train.loop import TrainConfig
 from hapref.utils import get_device
 from hapref.validation import renamed_keywords
 
-LOSSES: tuple[str, ...] = ("infonce", "circle")
+LOSSES: tuple[str, ...] = ("infonce", "circle", "triplet")
+#: The paper's final method (TCA §3.4: Circle loss on the memory-bank similarities).
+DEFAULT_LOSS = "circle"
 POOLINGS: tuple[str, ...] = ("l3irmac", "imac")
 MEASURES: tuple[str, ...] = ("cosine", "chamfer", "symmetric_chamfer")
-DATA_VERSION = 1
-DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "eval_stride", "strong_views", "whiten_dim")
+DATA_VERSION = 2
+DATA_FIELDS = ("benchmark", "train_clips", "distractor_clips", "frames", "stride", "eval_stride", "strong_views",
+               "whiten_dim", "backbone")
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,8 @@ class TCAProfile:
     """Sizes of one run: data, views, model, memory bank and schedule."""
 
     benchmark: str          # hapref.data benchmark profile
-    train_clips: int        # unlabeled clips used (the first ones of the split)
+    train_clips: int        # unlabeled clips that give copy pairs (the first ones of the split)
+    distractor_clips: int   # the next clips of the split: never anchors, they feed the memory bank
     frames: int             # frames per training view (every ``stride``-th frame of a clip)
     stride: int
     eval_stride: int        # every ``eval_stride``-th frame of the benchmark videos
@@ -59,22 +69,34 @@ class TCAProfile:
     dropout: float
     batch_videos: int       # B clips per batch
     bank_size: int
+    distractors_per_step: int   # distractor keys enqueued after every step
     steps: int
     lr: float
     warmup_steps: int
     eval_every: int = 0
+    backbone: str = "efficientnet-lite0"
+    weight_decay: float = 1e-4
 
 
+#: Dropout 0.5 as the paper states (the released ``train.py`` builds the model with 0.2).
 PROFILES: dict[str, TCAProfile] = {
-    "smoke": TCAProfile("smoke", train_clips=8, frames=8, stride=1, eval_stride=1, strong_views=1, whiten_dim=32,
-                        nhead=4, dim_feedforward=64, dropout=0.2, batch_videos=4, bank_size=16, steps=10, lr=1e-3,
-                        warmup_steps=2),
-    "quick": TCAProfile("quick", train_clips=32, frames=8, stride=2, eval_stride=2, strong_views=2, whiten_dim=128,
-                        nhead=8, dim_feedforward=256, dropout=0.2, batch_videos=16, bank_size=128, steps=100, lr=5e-4,
-                        warmup_steps=10),
-    "full": TCAProfile("full", train_clips=2048, frames=32, stride=2, eval_stride=1, strong_views=4, whiten_dim=1024,
-                       nhead=8, dim_feedforward=2048, dropout=0.2, batch_videos=64, bank_size=4096, steps=5000, lr=1e-4,
-                       warmup_steps=250, eval_every=500),
+    "smoke": TCAProfile("smoke", train_clips=8, distractor_clips=8, frames=8, stride=1, eval_stride=1, strong_views=1,
+                        whiten_dim=32, nhead=4, dim_feedforward=64, dropout=0.5, batch_videos=4, bank_size=16,
+                        distractors_per_step=4, steps=10, lr=1e-3, warmup_steps=2),
+    "quick": TCAProfile("quick", train_clips=32, distractor_clips=32, frames=8, stride=2, eval_stride=2, strong_views=2,
+                        whiten_dim=128, nhead=8, dim_feedforward=256, dropout=0.5, batch_videos=16, bank_size=128,
+                        distractors_per_step=16, steps=100, lr=5e-4, warmup_steps=10),
+    "full": TCAProfile("full", train_clips=2048, distractor_clips=2048, frames=32, stride=2, eval_stride=1,
+                       strong_views=4, whiten_dim=1024, nhead=8, dim_feedforward=2048, dropout=0.5, batch_videos=64,
+                       bank_size=4096, distractors_per_step=64, steps=5000, lr=1e-4, warmup_steps=250,
+                       eval_every=500),
+    # The released run (README of https://github.com/xwen99/temporal_context_aggregation): ResNet-50 L3-iRMAC
+    # whitened to 1024-d, one Transformer layer (8 heads, FFN 2048), batch 64 per GPU x 8 GPUs, 16 background
+    # negatives per item, queue 4096, Adam lr 1e-5, wd 1e-4, 40 epochs; needs torchvision's ResNet-50 weights.
+    "released": TCAProfile("full", train_clips=4096, distractor_clips=4096, frames=64, stride=1, eval_stride=1,
+                           strong_views=4, whiten_dim=1024, nhead=8, dim_feedforward=2048, dropout=0.5,
+                           batch_videos=512, bank_size=4096, distractors_per_step=1024, steps=6000, lr=1e-5,
+                           warmup_steps=0, eval_every=1000, backbone="resnet50"),
 }
 
 
@@ -82,18 +104,29 @@ PROFILES: dict[str, TCAProfile] = {
 class Variant:
     """What a run changes: the loss and its parameters (TCA Table 1c), bank size (Table 1d), feature (Table 1b)."""
 
-    loss: str = "infonce"
-    temperature: float = 0.07
+    loss: str = "circle"
+    temperature: float = 1 / 256     # InfoNCE: the scale of Circle loss's γ = 256
     m: float = 0.25
     gamma: float = 256.0
     bank_size: int | None = None      # None: the profile's
     pooling: str = "l3irmac"
+    aggregator: str = "transformer"   # Table 1a: "transformer" (TCA), "netvlad", "lstm", "gru"
+    momentum: float = 0.0             # Table 1e: key encoder θ_k <- m θ_k + (1-m) θ_q; 0 = the current encoder
+    margin: float = 0.1               # triplet loss (Table 1d baseline)
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.temperature <= 0 or self.gamma <= 0 or not 0 <= self.m < 1:
+            raise ValueError(f"temperature and gamma must be > 0 and m in [0, 1), got temperature={self.temperature}, "
+                             f"gamma={self.gamma}, m={self.m}")
+        if self.aggregator not in AGGREGATORS:
+            raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {self.aggregator!r}")
+        if not 0.0 <= self.momentum < 1.0 or self.margin < 0:
+            raise ValueError(f"momentum must lie in [0, 1) and margin be >= 0, got momentum={self.momentum}, "
+                             f"margin={self.margin}")
         if self.bank_size is not None and self.bank_size < 0:
             raise ValueError(f"bank_size must be >= 0 (0 = in-batch negatives only), got {self.bank_size}")
 
@@ -103,6 +136,7 @@ class TCAData:
     """Precomputed, PCA-whitened frame descriptors of one profile (all on CPU)."""
 
     train: Tensor            # [C, V, T, D] every view of every training clip
+    distractors: Tensor      # [Cd, T, D] weak view of every distractor clip (bank negatives)
     queries: Tensor          # [Q, Tq, D]
     query_valid: Tensor       # [Q, Tq]
     database: Tensor         # [M, Tm, D]
@@ -120,7 +154,7 @@ def prepare_data(profile: str, pooling: str = "l3irmac", progress: bool = False)
     p = PROFILES[profile]
     bench = build_copy_benchmark(p.benchmark)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
-    code = source_digest(backbones_module, pooling_module, hapvr_module, sys.modules[__name__])
+    code = source_digest(backbones_module, pooling_module, views_module, sys.modules[__name__])
     key = config_key({"tca": DATA_VERSION, "data": data_fields, "pooling": pooling,
                       "benchmark": bench.fingerprint()[:16], "code": code})
     path = data_root() / "tca" / f"features-{profile}-{pooling}-{key}.pt"
@@ -129,17 +163,20 @@ def prepare_data(profile: str, pooling: str = "l3irmac", progress: bool = False)
             return TCAData(**torch.load(path, weights_only=True))
         except (RuntimeError, EOFError, KeyError, TypeError):
             path.unlink(missing_ok=True)
-    backbone = load_backbone("efficientnet-lite0", image_size=bench.config.frame_size).to(get_device())
+    backbone = load_backbone(p.backbone, image_size=bench.config.frame_size).to(get_device())
 
     def encode(frames: Tensor) -> Tensor:
         with torch.no_grad():
             return pool_layers(backbone(frames), pooling).cpu()
 
     g = torch.Generator().manual_seed(0)
-    train = []
-    for c in tqdm(range(min(p.train_clips, len(bench.train))), disable=not progress, desc="training views"):
-        views = torch.stack(make_views(bench.train[c][::p.stride], p.strong_views, p.frames, g))  # [V, T, H, W, 3]
-        train.append(encode(views.flatten(0, 1)).view(*views.shape[:2], -1))
+    train, distractors = [], []
+    n_pairs = min(p.train_clips, len(bench.train) // 2)
+    n_distractors = min(p.distractor_clips, len(bench.train) - n_pairs)
+    for c in tqdm(range(n_pairs + n_distractors), disable=not progress, desc="training views"):
+        count = p.strong_views if c < n_pairs else 0
+        views = torch.stack(make_views(bench.train[c][::p.stride], count, p.frames, g))  # [V, T, H, W, 3]
+        (train if c < n_pairs else distractors).append(encode(views.flatten(0, 1)).view(*views.shape[:2], -1))
     raw = torch.stack(train)
     whitening = PCAWhitening.fit(raw, dim=min(p.whiten_dim, raw.shape[-1]))
 
@@ -149,10 +186,22 @@ def prepare_data(profile: str, pooling: str = "l3irmac", progress: bool = False)
 
     queries, query_valid = eval_features(bench.queries.videos)
     database, database_valid = eval_features(bench.database.videos)
-    data = TCAData(train=whitening(raw), queries=queries, query_valid=query_valid, database=database,
+    data = TCAData(train=whitening(raw), distractors=whitening(torch.stack(distractors)[:, 0]), queries=queries,
+                   query_valid=query_valid, database=database,
                    database_valid=database_valid, relevance=bench.relevance("DSVR"))
     atomic_torch_save(asdict(data), path)
     return data
+
+
+def evaluate_scores(scores: Tensor, relevance: Tensor) -> dict[str, float]:
+    """DSVR mAP (retrieval) and μAP (detection) of query × database ``scores [Q, M]`` and bool ``relevance [Q, M]``.
+
+    Examples:
+        >>> evaluate_scores(torch.tensor([[0.9, 0.1]]), torch.tensor([[True, False]]))
+        {'mAP': 1.0, 'uAP': 1.0}
+    """
+    return {"mAP": float(mean_average_precision(scores, relevance)),
+            "uAP": float(micro_average_precision(scores, relevance))}
 
 
 def frame_scores(x: Tensor, y: Tensor, x_valid: Tensor, y_valid: Tensor, measure: str) -> Tensor:
@@ -182,11 +231,19 @@ class AggregatorWithBank(nn.Module):
     """The aggregator being trained plus its memory bank (TCA §3.4), so checkpoints and ``.to()`` carry the bank.
 
     Calls go to the aggregator: ``model(features, valid)`` is TCA_c, ``model.frame_embeddings`` TCA_f.
+    ``key_encoder`` (optional) is a :class:`~hapref.models.MomentumEncoder` of the aggregator (MoCo, TCA
+    Table 1e); without one, :meth:`keys` uses the aggregator itself (momentum 0, the memory bank).
     """
 
-    def __init__(self, aggregator: TemporalContextAggregator, bank: MemoryBank | None) -> None:
+    def __init__(self, aggregator: nn.Module, bank: MemoryBank | None,
+                 key_encoder: MomentumEncoder | None = None) -> None:
         super().__init__()
-        self.aggregator, self.bank = aggregator, bank
+        self.aggregator, self.bank, self.key_encoder = aggregator, bank, key_encoder
+
+    @torch.no_grad()
+    def keys(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Key descriptors ``[N, D]`` without gradient: the momentum encoder's if there is one."""
+        return (self.key_encoder or self.aggregator)(features, valid)
 
     @renamed_keywords(mask="valid")
     def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
@@ -206,13 +263,15 @@ class TCATask:
             raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
         self.profile, self.variant, self.seed = PROFILES[profile], variant, seed
         self.data = prepare_data(profile, variant.pooling, progress)
-        self.criterion = contrastive_loss(variant.loss, variant.temperature, variant.m, variant.gamma)
+        self.criterion = contrastive_loss(variant.loss, variant.temperature, variant.m, variant.gamma, variant.margin)
         self.bank_size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
 
     def build_model(self) -> "AggregatorWithBank":
         p, dim = self.profile, self.data.train.shape[-1]
-        aggregator = TemporalContextAggregator(dim, p.nhead, 1, p.dim_feedforward, p.dropout)
-        return AggregatorWithBank(aggregator, MemoryBank(self.bank_size, dim) if self.bank_size > 0 else None)
+        aggregator = build_aggregator(self.variant.aggregator, dim, p.nhead, p.dim_feedforward, p.dropout)
+        key_encoder = MomentumEncoder(aggregator, self.variant.momentum) if self.variant.momentum > 0 else None
+        return AggregatorWithBank(aggregator, MemoryBank(self.bank_size, dim) if self.bank_size > 0 else None,
+                                  key_encoder)
 
     def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
@@ -220,27 +279,40 @@ class TCATask:
         clips = torch.randperm(n_clips, generator=g)[:self.profile.batch_videos]
         anchor = torch.randint(0, n_views, (len(clips),), generator=g)
         positive = (anchor + torch.randint(1, n_views, (len(clips),), generator=g)) % n_views  # another view
+        n_distractors = len(self.data.distractors)
+        distractors = torch.randperm(n_distractors, generator=g)[:self.profile.distractors_per_step]
         return {"anchor": self.data.train[clips, anchor].to(device),
-                "positive": self.data.train[clips, positive].to(device), "clips": clips.to(device)}
+                "positive": self.data.train[clips, positive].to(device), "clips": clips.to(device),
+                "distractors": self.data.distractors[distractors].to(device),
+                "distractor_ids": (-1 - distractors).to(device)}     # negative ids: never the anchor's clip
 
     def loss(self, model: AggregatorWithBank, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        if model.key_encoder is not None:                       # MoCo: θ_k <- m θ_k + (1 - m) θ_q, then the keys
+            model.key_encoder.update(model.aggregator)
         query = model(batch["anchor"]).float()
-        key = model(batch["positive"]).float().detach()      # key encoder = query encoder (momentum 0), no gradient
+        with torch.no_grad():                                   # key encoder = query encoder (momentum 0)
+            key = model.keys(batch["positive"]).float()
+            negatives = model.keys(batch["distractors"]).float() if model.bank is not None else None
         sims, valid = contrastive_similarities(query, key, model.bank, batch["clips"])
         loss = self.criterion(sims, valid)
-        if model.bank is not None:
-            model.bank.enqueue(key, batch["clips"])            # after the loss: this batch is a negative from now on
+        if negatives is not None:                               # after the loss: negatives of later steps
+            model.bank.enqueue(negatives, batch["distractor_ids"])
         return {"loss": loss, "s_pos": sims[:, 0].mean().detach()}
 
     def scores(self, model: AggregatorWithBank | TemporalContextAggregator) -> dict[str, Tensor]:
-        """Query × database scores ``[Q, M]`` of TCA_c, TCA_f and TCA_sym (on the CPU)."""
+        """Query × database scores ``[Q, M]`` of TCA_c, TCA_f and TCA_sym (on the CPU).
+
+        TCA_f and TCA_sym only for aggregators with frame outputs (not NetVLAD).
+        """
         device = next(model.parameters()).device
         d = self.data
         q, qm, b, bm = d.queries.to(device), d.query_valid.to(device), d.database.to(device), d.database_valid.to(device)
-        qf, bf = model.frame_embeddings(q, qm).float(), model.frame_embeddings(b, bm).float()
-        return {"c": (model(q, qm).float() @ model(b, bm).float().T).cpu(),
-                "f": frame_scores(qf, bf, qm, bm, "chamfer").cpu(),
-                "sym": frame_scores(qf, bf, qm, bm, "symmetric_chamfer").cpu()}
+        out = {"c": (model(q, qm).float() @ model(b, bm).float().T).cpu()}
+        if hasattr(getattr(model, "aggregator", model), "frame_embeddings"):
+            qf, bf = model.frame_embeddings(q, qm).float(), model.frame_embeddings(b, bm).float()
+            out.update({"f": frame_scores(qf, bf, qm, bm, "chamfer").cpu(),
+                        "sym": frame_scores(qf, bf, qm, bm, "symmetric_chamfer").cpu()})
+        return out
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -254,7 +326,7 @@ class TCATask:
 def config_for(profile: str, seed: int = 0, **overrides: Any) -> TrainConfig:
     """The :class:`TrainConfig` of ``profile`` (Adam-style with small weight decay, warm-up + cosine as TCA §4.1)."""
     p = PROFILES[profile]
-    return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=1e-4, warmup_steps=p.warmup_steps,
+    return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=p.weight_decay, warmup_steps=p.warmup_steps,
                                eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
 
 

@@ -1,0 +1,100 @@
+"""Training views shared by the self-supervised pipelines: S2VS batches (HAP-VR) and per-clip copy views (TCA).
+
+* :func:`s2vs_batch` draws the released S2VS/HAP-VR recipe for a batch of clips: a weak view (temporal crop,
+  resized crop of 80–100 % area, flip with p 0.5) and a strong view (temporal transform, 50–100 % crop, flip,
+  RandAugment, overlays, blur) of every clip, then Video-in-Video on the strong views; the labels mark the
+  weak/strong pair of a clip and the clips mixed by Video-in-Video as positives (HAP-VR §3.4, Algorithm 1;
+  https://github.com/gkordo/s2vs).
+* :func:`make_views` gives one clip a weak view and several strong views made of the named edits of
+  :mod:`hapref.data.transforms` (the copy pairs the TCA pipeline contrasts).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from hapref.data.augment import ClipAugmenter, video_in_video
+from hapref.data.transforms import TRANSFORMS
+
+__all__ = ["STRONG_SPATIAL", "STRONG_TEMPORAL", "WEAK_EDITS", "fit_length", "make_views", "s2vs_batch",
+           "s2vs_labels"]
+
+WEAK_EDITS = ("crop_resize", "hflip")
+STRONG_TEMPORAL = ("speed_change", "reverse", "pause", "frame_drop", "temporal_crop")
+STRONG_SPATIAL = ("crop_resize", "hflip", "color_change", "blur", "text_overlay", "logo_overlay")
+
+
+def fit_length(frames: Tensor, length: int, generator: torch.Generator) -> Tensor:
+    """A window of exactly ``length`` frames of ``frames [T, ...]``: a random window if longer, tiled if shorter.
+
+    Examples:
+        >>> fit_length(torch.arange(3), 5, torch.Generator().manual_seed(0)).tolist()
+        [0, 1, 2, 0, 1]
+    """
+    if length < 1:
+        raise ValueError(f"length must be >= 1, got {length}")
+    if frames.shape[0] < length:
+        frames = frames.repeat(math.ceil(length / frames.shape[0]), *([1] * (frames.ndim - 1)))
+    start = int(torch.randint(0, frames.shape[0] - length + 1, (), generator=generator))
+    return frames[start:start + length]
+
+
+def make_views(clip: Tensor, count: int, length: int, generator: torch.Generator) -> list[Tensor]:
+    """One weak view (crop + flip) and ``count`` strong views (one temporal + two spatial edits) of ``clip``.
+
+    ``clip`` is uint8 ``[T, H, W, 3]``; every view has ``length`` frames. Used for the TCA copy pairs.
+
+    Examples:
+        >>> clip = torch.randint(0, 256, (6, 32, 32, 3), dtype=torch.uint8)
+        >>> [tuple(v.shape) for v in make_views(clip, 2, 4, torch.Generator().manual_seed(0))]
+        [(4, 32, 32, 3), (4, 32, 32, 3), (4, 32, 32, 3)]
+    """
+    def edit(frames: Tensor, names: list[str]) -> Tensor:
+        for name in names:
+            frames, _ = TRANSFORMS[name](frames, generator)
+        return fit_length(frames, length, generator)
+
+    def pick(pool: tuple[str, ...], k: int) -> list[str]:
+        return [pool[i] for i in torch.randperm(len(pool), generator=generator)[:k].tolist()]
+
+    views = [edit(clip, list(WEAK_EDITS))]
+    views += [edit(clip, pick(STRONG_TEMPORAL, 1) + pick(STRONG_SPATIAL, 2)) for _ in range(count)]
+    return views
+
+
+def s2vs_labels(mixing: Tensor) -> Tensor:
+    """Binary labels ``[2B, 2B]`` of [weak views; strong views] from Video-in-Video's ``mixing [B, B]``.
+
+    ``L = [I; mixing]`` and ``labels = L Lᵀ > 0``: every view is relevant to itself, weak_i to strong_i, and a
+    strong view that holds clip j (``mixing[i, j] > 0``) to both views of j (the S2VS collate function).
+
+    Examples:
+        >>> s2vs_labels(torch.eye(2)).int().tolist()
+        [[1, 0, 1, 0], [0, 1, 0, 1], [1, 0, 1, 0], [0, 1, 0, 1]]
+    """
+    if mixing.ndim != 2 or mixing.shape[0] != mixing.shape[1]:
+        raise ValueError(f"mixing must be a square [B, B] matrix, got shape {tuple(mixing.shape)}")
+    stacked = torch.cat([torch.eye(mixing.shape[0], device=mixing.device), mixing.float()])
+    return (stacked @ stacked.T) > 0
+
+
+def s2vs_batch(clips: Tensor, num_frames: int, generator: torch.Generator, video_in_video_p: float = 0.3,
+               ) -> tuple[Tensor, Tensor, Tensor]:
+    """Weak views, strong views and labels of a batch of clips, the released S2VS/HAP-VR recipe.
+
+    ``clips`` uint8 ``[B, T, H, W, 3]`` -> weak ``[B, num_frames, H, W, 3]``, strong (after Video-in-Video with
+    probability ``video_in_video_p`` per clip) of the same shape, labels bool ``[2B, 2B]`` (:func:`s2vs_labels`).
+
+    Examples:
+        >>> clips = torch.randint(0, 256, (3, 6, 32, 32, 3), dtype=torch.uint8)
+        >>> weak, strong, labels = s2vs_batch(clips, 4, torch.Generator().manual_seed(0))
+        >>> tuple(weak.shape), tuple(strong.shape), tuple(labels.shape), bool(labels.diagonal().all())
+        ((3, 4, 32, 32, 3), (3, 4, 32, 32, 3), (6, 6), True)
+    """
+    weak = ClipAugmenter("weak", num_frames=num_frames)(clips, generator)
+    strong = ClipAugmenter("strong", num_frames=num_frames)(clips, generator)
+    strong, mixing = video_in_video(strong, generator, p=video_in_video_p)
+    return weak, strong, s2vs_labels(mixing)
