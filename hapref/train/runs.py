@@ -1,0 +1,67 @@
+"""The trained model of a training run folder (what ``python -m hapref.train PIPELINE --out DIR`` writes).
+
+A run folder holds ``config.json`` and ``checkpoint.pt`` (:func:`hapref.train.fit`). Only HAP-VR runs
+train a video similarity network (HAP-VR §3.3.1, Eq. 3–5) that can score query × database videos.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from hapref.similarity.network import VideoSimilarityNetwork
+from hapref.train.loop import CHECKPOINT, CONFIG, load_checkpoint
+
+
+def _setting(config: dict, name: str) -> object | None:
+    """``name`` from the run's recorded settings, wherever the config nests them (None when absent)."""
+    stack = [config]
+    while stack:
+        node = stack.pop()
+        if name in node:
+            return node[name]
+        stack.extend(v for v in node.values() if isinstance(v, dict))
+    return None
+
+
+def load_run_network(run_dir: str | os.PathLike) -> VideoSimilarityNetwork:
+    """The video similarity network trained in a HAP-VR run folder, in eval mode (HAP-VR §3.3.1, Eq. 3–5).
+
+    Dimensions and attention come from the checkpoint's weights; the temporal TopK rate from the
+    run's ``config.json`` (a ``temporal_k`` entry, at any depth) or, for runs that did not record it,
+    the pipeline's default :class:`hapref.train.hapvr.Variant`. Scores are in [0, 1] (hapref's training
+    range); ψ pools in floor mode, so videos need at least 4 frames
+    (:func:`hapref.evaluation.similarities` tiles shorter ones).
+
+    Examples:
+        >>> import json, tempfile, pathlib, torch
+        >>> from hapref.models import build_hapvr_network
+        >>> run = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (run / "config.json").write_text(json.dumps({"pipeline": "hapvr", "settings": {"temporal_k": 0.5}}))
+        >>> torch.save({"model": build_hapvr_network(16).state_dict(), "step": 1}, run / "checkpoint.pt")
+        >>> net = load_run_network(run)
+        >>> net.temporal_k, net.attention is not None, net.training
+        (0.5, True, False)
+    """
+    run = Path(run_dir)
+    if not (run / CONFIG).is_file() or not (run / CHECKPOINT).is_file():
+        raise ValueError(f"run_dir must be a training run folder holding {CONFIG} and {CHECKPOINT}, got {str(run)!r}")
+    config = json.loads((run / CONFIG).read_text())
+    pipeline = config.get("pipeline", "hapvr") if isinstance(config, dict) else None
+    if pipeline != "hapvr":
+        raise ValueError(f"{run} is a {pipeline!r} run; only 'hapvr' runs train a video similarity network")
+    state = load_checkpoint(run).get("model")
+    if not isinstance(state, dict) or "comparator.conv1.weight" not in state:
+        raise ValueError(f"{run / CHECKPOINT} holds no HAP-VR similarity network under 'model'")
+    temporal_k = _setting(config, "temporal_k")
+    if temporal_k is None:
+        from hapref.train.hapvr import Variant
+        temporal_k = Variant().temporal_k
+    spatial_k = _setting(config, "spatial_k")
+    attention = "attention.proj.weight" in state
+    dims = state["attention.proj.weight"].shape[0] if attention else None
+    net = VideoSimilarityNetwork(dims=dims, spatial_k=0.1 if spatial_k is None else float(spatial_k),
+                                 temporal_k=float(temporal_k), attention=attention)
+    net.load_state_dict(state)
+    return net.eval()
