@@ -152,7 +152,13 @@ def _pickled_dict(path: str | os.PathLike, keys: Sequence[str]) -> tuple[Path, d
 
 @dataclass(frozen=True)
 class FIVRFile:
-    """Checked content of FIVR's ``fivr.pickle``: sorted queries / database per version, label sets per query."""
+    """Checked content of FIVR's ``fivr.pickle``: sorted queries / database per version, label sets per query.
+
+    Examples:
+        >>> f = FIVRFile({"5k": ["q"]}, {"5k": ["a"]}, {"q": {"a": frozenset({"DS", "DA"})}})
+        >>> sorted(f.labels["q"]["a"])
+        ['DA', 'DS']
+    """
 
     queries: dict[str, list[str]]
     database: dict[str, list[str]]
@@ -337,7 +343,13 @@ def load_svd(path: str | os.PathLike, unlabeled: str | os.PathLike | None = None
 
 @dataclass(frozen=True)
 class CCWebFile:
-    """Checked content of ``cc_web_video.pickle``: ``index {name: int}``, queries, ground truth and exclusions."""
+    """Checked content of ``cc_web_video.pickle``: ``index {name: int}``, queries, ground truth and exclusions.
+
+    Examples:
+        >>> f = CCWebFile({"1/1_1_Y": 1}, ["1/1_1_Y"], [{1: "E"}], [set()])
+        >>> f.ground_truth[0][f.index[f.queries[0]]]
+        'E'
+    """
 
     index: dict[str, int]
     queries: list[str]

@@ -93,7 +93,18 @@ def format_table(dataset: str, results: dict[str, float]) -> str:
 
 
 def run_similarities(args: argparse.Namespace) -> dict[str, float]:
-    """Mode ``--similarities``: read the file and evaluate it with ``args.dataset``'s protocol."""
+    """Mode ``--similarities``: read the file and evaluate it with ``args.dataset``'s protocol.
+
+    Examples:
+        >>> import json, tempfile, pathlib
+        >>> from hapref.evaluation.fixtures import write_fixtures
+        >>> root = write_fixtures(tempfile.mkdtemp())
+        >>> sims = root / "sims.json"
+        >>> _ = sims.write_text(json.dumps({"1/1_1_Y": {"1/1_1_Y": 1.0, "1/1_2_G": 0.5}}))
+        >>> args = build_parser().parse_args(["cc_web_video", "--similarities", str(sims), "--root", str(root)])
+        >>> sorted(run_similarities(args))
+        ['mAP', 'mAP_c', 'mAP_c_star', 'mAP_star']
+    """
     similarities = read_similarities(args.similarities)
     unlabeled = None
     if args.unlabeled is not None:
@@ -103,7 +114,16 @@ def run_similarities(args: argparse.Namespace) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv``, run the chosen mode, print the table (and write ``--out``); returns the exit code."""
+    """Parse ``argv``, run the chosen mode, print the table (and write ``--out``); returns the exit code.
+
+    Errors (unknown dataset, unreadable or refused file, missing annotations) exit with status 2 and a message.
+
+    Examples:
+        >>> main(["evve"])
+        Traceback (most recent call last):
+        ...
+        SystemExit: 2
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.similarities is None:
