@@ -63,6 +63,11 @@ def temporal_indices(length: int, window: int, strong: bool, generator: torch.Ge
 
     Strong views first apply one S2VS temporal transform; both views then take a random crop of ``window``
     frames, looping the sequence when it is shorter.
+
+    Examples:
+        >>> index, code = temporal_indices(10, 4, strong=False, generator=torch.Generator().manual_seed(0))
+        >>> index.shape, code.tolist()
+        (torch.Size([4]), [0, 0, 0, 0])
     """
     index = torch.arange(length)
     code = torch.zeros(length, dtype=torch.long)
@@ -183,6 +188,12 @@ class ClipAugmenter:
     ``augmenter(clips, generator)`` maps clips ``[B, T, H, W, 3]`` (uint8, or float in [0, 1]) to views
     ``[B, num_frames, size, size, 3]`` of the same dtype on the same device; ``num_frames`` and ``size``
     default to the input's, so by default the shape is kept.
+
+    Examples:
+        >>> clips = torch.randint(0, 256, (2, 8, 32, 32, 3), dtype=torch.uint8)
+        >>> views = ClipAugmenter("strong", num_frames=4, size=32)(clips, torch.Generator().manual_seed(0))
+        >>> views.dtype, tuple(views.shape)
+        (torch.uint8, (2, 4, 32, 32, 3))
     """
 
     def __init__(self, strength: str = "weak", num_frames: int | None = None, size: int | None = None,
@@ -283,7 +294,14 @@ def video_in_video(clips: Tensor, generator: torch.Generator | None = None, p: f
                    overlap: tuple[float, float] = (0.3, 0.7)) -> tuple[Tensor, Tensor]:
     """S2VS Video-in-Video: with probability ``p`` clip i is shrunk into a box of area ``1 - λ`` (λ ~ U(overlap))
     inside another clip j of the batch; the result replaces slot i. Returns the clips and ``L [B, B]`` (identity
-    plus ``L[i, j] = λ``), from which S2VS builds its positive pairs. Same layout, dtype and device as the input."""
+    plus ``L[i, j] = λ``), from which S2VS builds its positive pairs. Same layout, dtype and device as the input.
+
+    Examples:
+        >>> clips = torch.randint(0, 256, (4, 2, 16, 16, 3), dtype=torch.uint8)
+        >>> mixed, overlap = video_in_video(clips, torch.Generator().manual_seed(0), p=1.0)
+        >>> mixed.shape, overlap.shape, bool((overlap.diagonal() == 1).all())
+        (torch.Size([4, 2, 16, 16, 3]), torch.Size([4, 4]), True)
+    """
     clips = _check_clips(clips)
     b, t, h, w, _ = clips.shape
     labels = torch.eye(b, device=clips.device)

@@ -10,7 +10,13 @@ from torch.utils.data import Dataset
 
 
 class VideoDataset(Dataset):
-    """Videos in memory: item ``i`` is ``{"id": str, "index": i, "frames": uint8 [T, H, W, 3]}``."""
+    """Videos in memory: item ``i`` is ``{"id": str, "index": i, "frames": uint8 [T, H, W, 3]}``.
+
+    Examples:
+        >>> data = VideoDataset(["a", "b"], [torch.zeros(3, 8, 8, 3, dtype=torch.uint8), torch.zeros(5, 8, 8, 3, dtype=torch.uint8)])
+        >>> len(data), data[1]["id"], data[1]["frames"].shape
+        (2, 'b', torch.Size([5, 8, 8, 3]))
+    """
 
     def __init__(self, ids: Sequence[str], videos: Sequence[Tensor]) -> None:
         if len(ids) != len(videos):
@@ -36,7 +42,14 @@ class VideoDataset(Dataset):
 
 def collate_videos(batch: Sequence[dict]) -> dict:
     """Stack videos of different lengths: ``frames [B, T_max, ...]`` zero-padded at the end, ``valid [B, T_max]`` bool
-    (True on real frames), ``ids`` and ``index`` lists. Works for pixels and for per-frame features alike."""
+    (True on real frames), ``ids`` and ``index`` lists. Works for pixels and for per-frame features alike.
+
+    Examples:
+        >>> batch = collate_videos([{"id": "a", "index": 0, "frames": torch.ones(2, 4, 4, 3)}, {"id": "b", "index": 1, "frames": torch.ones(3, 4, 4, 3)}])
+        >>> batch["frames"].shape, batch["valid"]
+        (torch.Size([2, 3, 4, 4, 3]), tensor([[ True,  True, False],
+                [ True,  True,  True]]))
+    """
     if len(batch) == 0:
         raise ValueError("batch must hold at least one item, got an empty batch")
     lengths = [item["frames"].shape[0] for item in batch]

@@ -37,7 +37,13 @@ MOTIONS = ("zoom-in", "pan-right", "pan-down", "rotate")
 
 @dataclass
 class FineGrainedVideos:
-    """Variable-length videos (uint8 ``[T_k, S, S, 3]``) with class and global sub-class labels ``[N]``."""
+    """Variable-length videos (uint8 ``[T_k, S, S, 3]``) with class and global sub-class labels ``[N]``.
+
+    Examples:
+        >>> train, _ = make_finegrained_videos(num_classes=2, subclasses_per_class=2, train_per_subclass=2, test_per_subclass=2, frames=(4, 6), size=16)
+        >>> train.class_names[:1], len(train.subclass_names)
+        (('astronaut',), 4)
+    """
 
     videos: list[Tensor]
     classes: Tensor
@@ -73,7 +79,15 @@ def _camera_path(centre: tuple[float, float], motion: str, u: list[float]) -> Ca
 def make_finegrained_videos(num_classes: int = 4, subclasses_per_class: int = 3, train_per_subclass: int = 6,
                             test_per_subclass: int = 3, frames: tuple[int, int] = (10, 16), size: int = 96,
                             seed: int = 0) -> tuple[FineGrainedVideos, FineGrainedVideos]:
-    """Build the (train, test) splits; lengths are uniform in ``frames`` (inclusive), all deterministic in ``seed``."""
+    """Build the (train, test) splits; lengths are uniform in ``frames`` (inclusive), all deterministic in ``seed``.
+
+    Examples:
+        >>> train, test = make_finegrained_videos(num_classes=2, subclasses_per_class=2, train_per_subclass=2, test_per_subclass=2, frames=(4, 6), size=16)
+        >>> len(train.videos), train.classes.tolist(), train.subclasses.tolist()
+        (8, [0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 2, 2, 3, 3])
+        >>> train.videos[0].dtype, tuple(train.videos[0].shape[1:])
+        (torch.uint8, (16, 16, 3))
+    """
     if not 2 <= num_classes <= len(FINEGRAINED_PHOTOS):
         raise ValueError(f"num_classes must lie in [2, {len(FINEGRAINED_PHOTOS)}], got {num_classes}")
     if subclasses_per_class < 2:
@@ -134,7 +148,15 @@ def _anchors_and_positives(classes: Tensor, subclasses: Tensor, count: int, gene
 
 
 def sample_quadlets(classes: Tensor, subclasses: Tensor, count: int, generator: torch.Generator) -> Tensor:
-    """``[count, 4]`` indices (q, p, i, n): p same sub-class, i same class other sub-class, n other class (Radial Sec. 3)."""
+    """``[count, 4]`` indices (q, p, i, n): p same sub-class, i same class other sub-class, n other class (Radial Sec. 3).
+
+    Examples:
+        >>> classes, subclasses = torch.tensor([0, 0, 0, 0, 1, 1]), torch.tensor([0, 0, 1, 1, 2, 2])
+        >>> sample_quadlets(classes, subclasses, 3, torch.Generator().manual_seed(0))
+        tensor([[0, 1, 2, 5],
+                [3, 2, 1, 5],
+                [1, 0, 3, 5]])
+    """
     _check_labels(classes, subclasses)
     same_class = classes[:, None] == classes[None, :]
     same_sub = subclasses[:, None] == subclasses[None, :]
@@ -146,7 +168,14 @@ def sample_quadlets(classes: Tensor, subclasses: Tensor, count: int, generator: 
 
 
 def sample_triplets(classes: Tensor, subclasses: Tensor, count: int, generator: torch.Generator) -> Tensor:
-    """``[count, 3]`` indices (q, p, n): p same sub-class, n any other sub-class (the Triplet baseline's labels)."""
+    """``[count, 3]`` indices (q, p, n): p same sub-class, n any other sub-class (the Triplet baseline's labels).
+
+    Examples:
+        >>> classes, subclasses = torch.tensor([0, 0, 0, 0, 1, 1]), torch.tensor([0, 0, 1, 1, 2, 2])
+        >>> t = sample_triplets(classes, subclasses, 3, torch.Generator().manual_seed(0))
+        >>> bool((subclasses[t[:, 0]] == subclasses[t[:, 1]]).all() and (subclasses[t[:, 0]] != subclasses[t[:, 2]]).all())
+        True
+    """
     _check_labels(classes, subclasses)
     other_sub = subclasses[:, None] != subclasses[None, :]
     q, p, _, _ = _anchors_and_positives(classes, subclasses, count, generator, other_sub.any(1))
@@ -160,6 +189,12 @@ def sample_quadruplets(classes: Tensor, subclasses: Tensor, count: int, generato
 
     n1 and n2 lie outside q's sub-class and in different sub-classes from each other. ``negatives="a"``
     (variant 2a) lets them be intermediates (same class as q); ``"b"`` (2b) takes them from other classes only.
+
+    Examples:
+        >>> classes, subclasses = torch.tensor([0, 0, 0, 0, 1, 1]), torch.tensor([0, 0, 1, 1, 2, 2])
+        >>> q = sample_quadruplets(classes, subclasses, 3, torch.Generator().manual_seed(0), negatives="b")
+        >>> bool((classes[q[:, 2]] != classes[q[:, 0]]).all())
+        True
     """
     if negatives not in ("a", "b"):
         raise ValueError(f"negatives must be 'a' or 'b', got {negatives!r}")
@@ -178,7 +213,12 @@ def sample_quadruplets(classes: Tensor, subclasses: Tensor, count: int, generato
 
 def relevance_gains(query_classes: Tensor, query_subclasses: Tensor, db_classes: Tensor,
                     db_subclasses: Tensor) -> Tensor:
-    """Graded relevance ``[Q, M]``: 2 same sub-class, 1 same class only, 0 other class (NDCG gains, Radial "Metrics")."""
+    """Graded relevance ``[Q, M]``: 2 same sub-class, 1 same class only, 0 other class (NDCG gains, Radial "Metrics").
+
+    Examples:
+        >>> relevance_gains(torch.tensor([0]), torch.tensor([0]), torch.tensor([0, 0, 1]), torch.tensor([0, 1, 2]))
+        tensor([[2, 1, 0]])
+    """
     same_class = query_classes[:, None] == db_classes[None, :]
     same_sub = query_subclasses[:, None] == db_subclasses[None, :]
     return same_class.long() + same_sub.long()

@@ -27,7 +27,13 @@ HIGHLIGHT_PHOTOS = ("grass", "astronaut", "coffee", "chelsea", "rocket", "brick"
 @dataclass
 class HighlightVideo:
     """Frames uint8 ``[T, S, S, 3]``; clip spans ``[(start, end)]`` (end exclusive); per-clip critical flags;
-    per-frame critical flags ``[T]``. ``cuts`` are the first frames of every clip after the first."""
+    per-frame critical flags ``[T]``. ``cuts`` are the first frames of every clip after the first.
+
+    Examples:
+        >>> video = make_highlight_video(num_clips=2, clip_frames=(10, 10), critical_frames=4, size=16)
+        >>> video.clips, video.cuts
+        ([(0, 10), (10, 20)], [10])
+    """
 
     frames: Tensor
     clips: list[tuple[int, int]]
@@ -55,7 +61,13 @@ def _draw_ball(frames: Tensor, generator: torch.Generator) -> Tensor:
 
 def make_highlight_video(num_clips: int = 10, clip_frames: tuple[int, int] = (24, 36), critical_frames: int = 8,
                          critical_fraction: float = 0.5, size: int = 80, seed: int = 0) -> HighlightVideo:
-    """Render one highlight video; every quantity is deterministic in ``seed``."""
+    """Render one highlight video; every quantity is deterministic in ``seed``.
+
+    Examples:
+        >>> video = make_highlight_video(num_clips=3, clip_frames=(12, 14), critical_frames=4, size=16)
+        >>> video.frames.dtype, len(video.clips), video.cuts == [end for _, end in video.clips[:-1]]
+        (torch.uint8, 3, True)
+    """
     if num_clips < 2:
         raise ValueError(f"num_clips must be >= 2, got {num_clips}")
     if not critical_frames + 4 <= clip_frames[0] <= clip_frames[1]:

@@ -104,7 +104,12 @@ def decode_video(path: str | os.PathLike, short_side: int | None = None, max_fra
 
 
 def center_square(frames: Tensor) -> Tensor:
-    """The central square crop of frames ``[T, H, W, C]``."""
+    """The central square crop of frames ``[T, H, W, C]``.
+
+    Examples:
+        >>> center_square(torch.zeros(2, 30, 40, 3, dtype=torch.uint8)).shape
+        torch.Size([2, 30, 30, 3])
+    """
     h, w = frames.shape[1:3]
     s = min(h, w)
     top, left = (h - s) // 2, (w - s) // 2
@@ -134,6 +139,11 @@ class CameraPath:
     """A straight camera move over a photo.
 
     States are (centre x, centre y in [-1, 1], view size as a fraction of the shorter side, angle in radians).
+
+    Examples:
+        >>> path = CameraPath((0.0, 0.0, 1.0, 0.0), (0.2, 0.0, 0.6, 0.1))
+        >>> path.start[2], path.end[2]
+        (1.0, 0.6)
     """
 
     start: tuple[float, float, float, float]
