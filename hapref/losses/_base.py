@@ -23,6 +23,17 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
     not fit in float16). ``loss.on_embeddings(embeddings [N, D], labels [N])`` scores a labelled batch
     by cosine similarity, each query's self-pair ignored (:func:`hapref.losses.embedding_batch`).
     Scores must be finite: ±inf would make the value or the gradient NaN.
+
+    Examples:
+        >>> class TopScoreLoss(RankingLoss):  # 1 − (is the best-scored candidate a positive?)
+        ...     def per_query(self, scores, positive, negative):
+        ...         best = scores.masked_fill(~(positive | negative), float("-inf")).argmax(1, keepdim=True)
+        ...         return 1 - positive.gather(1, best).squeeze(1).float()
+        >>> loss = TopScoreLoss()
+        >>> loss(torch.tensor([[0.9, 0.1], [0.2, 0.8]]), torch.tensor([[1, 0], [1, 0]]))
+        tensor(0.5000)
+        >>> loss(torch.tensor([[0.9, 0.1]]), torch.tensor([[1, 0]]), ignore=torch.tensor([[True, False]]))
+        tensor(0.)
     """
 
     #: True when a query row costs ``O(|P|·M)`` memory (positives × candidates); such losses are

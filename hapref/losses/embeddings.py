@@ -94,6 +94,13 @@ class EmbeddingLoss:
 
     The scores are cosine similarities of the embeddings and relevance is "same label"; each
     query's pair with itself is ignored unless ``keep_self`` (see :func:`embedding_batch`).
+    Every :class:`hapref.losses.RankingLoss`, :class:`hapref.losses.InfoNCE` and :class:`hapref.losses.SSHN` has it.
+
+    Examples:
+        >>> from hapref.losses import FastAP
+        >>> emb = torch.tensor([[1.0, 0.1], [0.9, 0.0], [0.0, 1.0], [0.1, 0.9]])
+        >>> FastAP().on_embeddings(emb, torch.tensor([0, 0, 1, 1]))  # each query's class mate ranks first
+        tensor(0.)
     """
 
     def on_embeddings(self, embeddings: Tensor, labels: Tensor, ref_embeddings: Tensor | None = None,
