@@ -36,6 +36,12 @@ def window_features(frame_features: Tensor, window: int) -> Tensor:
     """All stride-1 windows of per-frame features ``[T, F]`` as ``[T - W + 1, W, F]`` (a view).
 
     Radial "Testing", Fig. 3.
+
+    Examples:
+        >>> window_features(torch.arange(5.0)[:, None], 3).squeeze(-1)
+        tensor([[0., 1., 2.],
+                [1., 2., 3.],
+                [2., 3., 4.]])
     """
     if frame_features.ndim != 2 or frame_features.shape[0] < window or window < 1:
         raise ValueError(f"frame_features must be [T, F] with T >= window={window}, got {tuple(frame_features.shape)}")
@@ -115,6 +121,12 @@ def distance_scan(embeddings: Tensor, window: int, cut_threshold: float) -> tupl
     Returns the detected cut frames (first frame of each new clip) and the curve ``[N]`` (distance of
     every window to the first window of the clip it was scanned in). A cut is declared at window n
     when the curve jumps by more than ``cut_threshold`` from window n-1; its frame is ``n + W - 1``.
+
+    Examples:
+        >>> emb = torch.cat([torch.zeros(6, 2), torch.ones(6, 2) * 3])  # two shots of windows
+        >>> cuts, curve = distance_scan(emb, window=4, cut_threshold=1.0)
+        >>> cuts, curve[:8]
+        ([9], tensor([0.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000, 4.2426, 0.0000]))
     """
     curve = torch.zeros(embeddings.shape[0], dtype=embeddings.dtype)
     cuts, anchor, n = [], 0, 1
@@ -133,13 +145,25 @@ def distance_scan(embeddings: Tensor, window: int, cut_threshold: float) -> tupl
 
 
 def detect_cuts(embeddings: Tensor, window: int, cut_threshold: float) -> list[int]:
-    """Cut frames found by :func:`distance_scan`. Radial "Testing", Fig. 3."""
+    """Cut frames found by :func:`distance_scan`. Radial "Testing", Fig. 3.
+
+    Examples:
+        >>> emb = torch.cat([torch.zeros(6, 2), torch.ones(6, 2) * 3])  # two shots of windows
+        >>> detect_cuts(emb, window=4, cut_threshold=1.0)
+        [9]
+    """
     return distance_scan(embeddings, window, cut_threshold)[0]
 
 
 def contrast_cut_scores(embeddings: Tensor, window: int) -> Tensor:
     """``[N + W - 1]`` score per frame t: distance between the window that ends just before t and the one
-    that starts at t (0 where either is missing). A variant of the Radial Fig. 3 scan that needs no anchor."""
+    that starts at t (0 where either is missing). A variant of the Radial Fig. 3 scan that needs no anchor.
+
+    Examples:
+        >>> emb = torch.cat([torch.zeros(4, 2), torch.ones(4, 2)])
+        >>> contrast_cut_scores(emb, window=2)
+        tensor([0.0000, 0.0000, 0.0000, 0.0000, 1.4142, 1.4142, 0.0000, 0.0000, 0.0000])
+    """
     scores = torch.zeros(embeddings.shape[0] + window - 1, dtype=embeddings.dtype)
     before, after = embeddings[: embeddings.shape[0] - window], embeddings[window:]
     scores[window: embeddings.shape[0]] = (after - before).norm(dim=-1)
@@ -147,7 +171,12 @@ def contrast_cut_scores(embeddings: Tensor, window: int) -> Tensor:
 
 
 def peak_frames(scores: Tensor, threshold: float, min_gap: int) -> list[int]:
-    """Frames whose score exceeds ``threshold`` and is the maximum within ``min_gap`` frames either side."""
+    """Frames whose score exceeds ``threshold`` and is the maximum within ``min_gap`` frames either side.
+
+    Examples:
+        >>> peak_frames(torch.tensor([0.0, 0.9, 0.2, 0.0, 0.7, 0.8, 0.1]), threshold=0.5, min_gap=2)
+        [1, 5]
+    """
     padded = torch.nn.functional.pad(scores[None, None], (min_gap, min_gap), value=float("-inf"))
     local_max = torch.nn.functional.max_pool1d(padded, 2 * min_gap + 1, stride=1)[0, 0]
     return ((scores > threshold) & (scores == local_max)).nonzero().flatten().tolist()
@@ -155,7 +184,13 @@ def peak_frames(scores: Tensor, threshold: float, min_gap: int) -> list[int]:
 
 def critical_scores(embeddings: Tensor, clips: list[tuple[int, int]], window: int) -> Tensor:
     """Per detected clip, how much ``||f_1 - f_n||`` rises at the end: mean over the last quarter of its
-    windows minus the mean over the first half (Radial "Testing": an increasing trend means critical)."""
+    windows minus the mean over the first half (Radial "Testing": an increasing trend means critical).
+
+    Examples:
+        >>> emb = torch.cat([torch.zeros(8, 2), torch.linspace(0, 2, 8)[:, None].expand(8, 2)])
+        >>> critical_scores(emb, [(0, 11), (11, 22)], window=4)  # the second clip drifts away: critical
+        tensor([0.0000, 1.0102])
+    """
     scores = []
     for start, end in clips:
         inside = torch.arange(start, max(start + 1, end - window + 1)).clamp_max(embeddings.shape[0] - 1)
@@ -168,7 +203,13 @@ def critical_scores(embeddings: Tensor, clips: list[tuple[int, int]], window: in
 def histogram_cut_scores(frames: Tensor, bins: int = 8) -> Tensor:
     """Colour-histogram change between consecutive frames ``[T - 1]`` (L1 distance of normalised joint RGB
     histograms, the classic SBD baseline's signal); score k belongs to the cut before frame k + 1.
-    The baseline in the role of Radial Table 1."""
+    The baseline in the role of Radial Table 1.
+
+    Examples:
+        >>> frames = torch.cat([torch.zeros(3, 8, 8, 3), torch.full((3, 8, 8, 3), 255)]).to(torch.uint8)
+        >>> histogram_cut_scores(frames)
+        tensor([0., 0., 2., 0., 0.])
+    """
     quantised = (frames.long() * bins // 256)  # [T, H, W, 3]
     codes = (quantised[..., 0] * bins + quantised[..., 1]) * bins + quantised[..., 2]
     hist = torch.zeros(frames.shape[0], bins ** 3).scatter_add_(
@@ -181,6 +222,10 @@ def match_cuts(predicted: list[int], truth: list[int], tolerance: int = 2) -> di
     """Precision, recall and F1 of cut frames, each true cut matched to at most one prediction within ``tolerance``.
 
     The shot-boundary scores of Radial Table 1.
+
+    Examples:
+        >>> match_cuts([10, 31, 50], [11, 30, 70], tolerance=2)
+        {'precision': 0.6666666666666666, 'recall': 0.6666666666666666, 'f1': 0.6666666666666666}
     """
     free = sorted(truth)
     hits = 0
@@ -203,6 +248,14 @@ def clip_critical_prf(detected_clips: list[tuple[int, int]], flagged: Tensor, vi
     """Critical-clip detection P/R/F1: a flagged detected clip is right when the true clip it overlaps most is critical.
 
     The critical-clip scores of Radial Table 1.
+
+    Examples:
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> video = make_highlight_video(num_clips=2, clip_frames=(10, 10), critical_frames=4, size=16, seed=1)
+        >>> video.critical
+        [True, False]
+        >>> clip_critical_prf(video.clips, torch.tensor(video.critical), video)
+        {'precision': 1.0, 'recall': 1.0, 'f1': 1.0}
     """
     def best_match(start: int, end: int) -> int:
         overlaps = [min(end, e) - max(start, s) for s, e in video.clips]
@@ -214,7 +267,13 @@ def clip_critical_prf(detected_clips: list[tuple[int, int]], flagged: Tensor, vi
 
 
 def best_threshold(scores: Tensor, evaluate) -> float:
-    """The threshold (midpoint between sorted distinct scores) that maximises ``evaluate(threshold)['f1']``."""
+    """The threshold (midpoint between sorted distinct scores) that maximises ``evaluate(threshold)['f1']``.
+
+    Examples:
+        >>> scores = torch.tensor([0.1, 0.9, 0.2, 0.8])
+        >>> best_threshold(scores, lambda t: match_cuts(peak_frames(scores, t, 1), [1, 3]))
+        0.15000000596046448
+    """
     values = scores.unique()
     candidates = ((values[1:] + values[:-1]) / 2).tolist() or values.tolist()
     return max(candidates, key=lambda t: evaluate(t)["f1"])
