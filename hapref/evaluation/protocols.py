@@ -519,6 +519,10 @@ def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None 
         unlabeled: SVD only, the unlabeled distractor ids (``unlabeled-data-id``); they join every query's
             list as negatives.
 
+    Where the released code has no defined result, hapref chooses: a VCDB query without an available positive
+    is skipped (released: NaN), an SVD query missing from ``similarities`` is skipped (released: KeyError), and
+    a metric with no relevant available video at all raises ValueError.
+
     Returns:
         ``{key: value}`` with the released keys: FIVR ``DSVR CSVR ISVR DSVD CSVD ISVD`` and each with ``_h``
         (``fivr_easy_duplicates.txt`` removed); EVVE ``EVVE_mAP EVVE_uAP``; CC_WEB_VIDEO ``mAP mAP_star
