@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hapref import distributed as hd
+from hapref.evaluation.scoring import similarities
 from hapref.losses import (InfoNCE, QuadLinearAP, SmoothAP, SSHN, frame_level_ap_loss, frame_pseudo_labels,
                            teacher_frame_similarity)
 
@@ -80,12 +81,32 @@ def run_case(name: str) -> dict[str, torch.Tensor]:
             "input": x.grad / world, "rows": torch.tensor([rows.start, rows.stop])}
 
 
+def scoring_case() -> dict[str, dict[str, dict[str, float]]]:
+    """The streaming scorer over a list (sharded by blocks) and over a generator (every W-th video).
+
+    Lengths 2..40 frames with ``chunk_frames`` 16: short videos tiled, long ones chunked, targets split
+    over several packed groups (small ``max_cells``) on each rank.
+    """
+    from hapref.similarity import VideoSimilarityNetwork
+    torch.manual_seed(0)
+    net = VideoSimilarityNetwork(dims=8, attention=True, signed_scores=True).eval()
+    g = torch.Generator().manual_seed(3)
+    lengths = [5, 40, 3, 17, 9, 2, 33, 12, 4, 21, 7]
+    videos = [{"id": f"v{i}", "frames": F.normalize(torch.randn(t, 4, 8, generator=g), dim=-1)}
+              for i, t in enumerate(lengths)]
+    videos.append({"id": "v1", "frames": videos[0]["frames"]})          # a repeated id: last score, first place
+    kwargs = dict(progress=False, max_cells=900, chunk_frames=16)
+    return {"list": similarities(net, videos[:3], videos, **kwargs),
+            "stream": similarities(net, videos[:3], (v for v in videos), **kwargs)}
+
+
 def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     assert hd.init_distributed("gloo")
     results = {name: run_case(name) for name in CASES}
+    scores = scoring_case()
     seeds = [hd.rank_seed(7), hd.broadcast_object(f"from-{hd.get_rank()}")]
     flags = hd.all_gather_tensor(torch.tensor([rank == 0, True]))     # e.g. TCA keys, AutoSSVH codes: no grad
     try:
@@ -95,7 +116,7 @@ def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
         shape_error = str(err)
     hd.barrier()
     hd.destroy_distributed()
-    torch.save({"cases": results, "seeds": seeds, "flags": flags, "shape_error": shape_error, "main": rank == 0},
+    torch.save({"cases": results, "scores": scores, "seeds": seeds, "flags": flags, "shape_error": shape_error, "main": rank == 0},
                os.path.join(out_dir, f"rank{rank}.pt"))
 
 
@@ -166,3 +187,18 @@ def test_single_process_helpers():
             hd.init_distributed()
         finally:
             del os.environ["WORLD_SIZE"]
+
+
+def test_distributed_scorer_equals_one_process(ranks):
+    """hapref.evaluation.scoring.similarities under 2 ranks: rank 0 returns exactly the single-process scores."""
+    reference = scoring_case()                       # no process group here: one process scores everything
+    for kind in ("list", "stream"):
+        got = ranks[0]["scores"][kind]
+        assert list(got) == list(reference[kind])
+        for query, row in reference[kind].items():
+            assert list(got[query]) == list(row) == [f"v{i}" for i in range(11)]   # database order
+            assert got[query] == row, (kind, query)                              # bit for bit
+        assert ranks[1]["scores"][kind] == {}
+    with pytest.raises(ValueError, match="process group"):
+        from hapref.similarity import VideoSimilarityNetwork
+        similarities(VideoSimilarityNetwork(), [{"id": "a", "frames": torch.ones(4, 2)}], [], distributed=True)

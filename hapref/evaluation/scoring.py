@@ -11,6 +11,10 @@ as each block's zero padding, every layer's output is zeroed outside the blocks,
 block starts at a multiple of 4, the two floor-mode poolings of ψ cut every block exactly as they
 cut the block alone. Memory is bounded by ``max_cells`` frame pairs per group pair, whatever the
 database size.
+
+Under ``torchrun`` (an initialised process group of several ranks) the database is split across the
+ranks, each scores its share against every query, and rank 0 gathers the scores (see
+:func:`similarities`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from hapref import distributed as hd
 from hapref.similarity.comparator import squash
 from hapref.similarity.network import VideoSimilarityNetwork
 
@@ -175,7 +180,7 @@ def _query_groups(queries: list[Tensor], align: int, rows_cap: int, device: torc
 def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Iterable[Mapping],
                  database: Iterable[Mapping], *, device: str | torch.device | None = None, progress: bool = True,
                  max_cells: int = 2 ** 21, chunk_frames: int = CHUNK_FRAMES,
-                 min_len: int | None = None) -> dict[str, dict[str, float]]:
+                 min_len: int | None = None, distributed: bool | None = None) -> dict[str, dict[str, float]]:
     """``{query_id: {target_id: similarity}}`` of a similarity network over a streamed database (HAP-VR Eq. 3–5).
 
     ``queries`` and ``database`` are sequences, iterables or Datasets of ``{"id": str, "frames": float
@@ -196,6 +201,14 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     single query × single target chunk larger than that is scored on its own. ``device``: where to
     compute (default: the model's; a copy of the model is moved there). Videos are packed, never
     padded to the longest one.
+
+    ``distributed`` (default: True inside an initialised process group of several ranks, as under
+    ``torchrun``; pass False where only one rank calls this): every rank must call it with the same
+    queries and database. Rank r scores a contiguous block of the database (:func:`hapref.distributed.shard_indices`)
+    when ``database`` has ``len`` and indexing (a list, :class:`hapref.data.HDF5Features`), reading only
+    its own videos, else every W-th video of the stream; rank 0 gathers and returns the whole result,
+    targets in database order, the same as one process computes (every score is computed by one rank
+    from the same frames); the other ranks return ``{}``.
 
     Examples:
         >>> import torch
@@ -218,6 +231,14 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     min_len = model.min_len if min_len is None else min_len
     if min_len < (4 if model.comparator is not None else 1):
         raise ValueError(f"min_len must be >= 4 for a network with ψ (>= 1 without), got {min_len}")
+    if distributed is None:
+        distributed = hd.is_distributed() and hd.get_world_size() > 1
+    elif not isinstance(distributed, bool):
+        raise TypeError(f"distributed must be a bool or None, got {distributed!r}")
+    elif distributed and not hd.is_distributed():
+        raise ValueError("distributed=True needs an initialised process group (hapref.distributed.init_distributed "
+                         "under torchrun)")
+    progress = progress and hd.is_main_process()
     if device is None:
         params = list(model.parameters())
         device = params[0].device if params else torch.device("cpu")
@@ -259,8 +280,10 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
                 for column, (target_id, _) in enumerate(pending):
                     scores[target_id] = per_target[row][column]
 
-    for item in tqdm(database, disable=not progress, desc="database"):
+    order: list[tuple[int, str]] = []      # (position in the database, id) of the videos scored here
+    for position, item in tqdm(_database_share(database, distributed), disable=not progress, desc="database"):
         vid, frames = _frames_of(item, "database")
+        order.append((position, vid))
         frames = tile_to_min_len(frames, min_len)
         chunks = [tile_to_min_len(frames[i:i + chunk_frames], align) for i in range(0, frames.shape[0], chunk_frames)]
         slots = sum(_slot(c.shape[0], align) for c in chunks)
@@ -272,7 +295,38 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     if pending:
         flush()
     model.train(was_training)
-    return result
+    return _gather_on_main(result, query_ids, order) if distributed else result
+
+
+def _database_share(database: Iterable[Mapping], distributed: bool) -> Iterable[tuple[int, Mapping]]:
+    """``(position in the database, item)`` of the videos this rank scores: all of them in one process."""
+    if not distributed:
+        yield from enumerate(database)
+        return
+    rank, world = hd.get_rank(), hd.get_world_size()
+    kind = type(database)
+    if hasattr(kind, "__len__") and hasattr(kind, "__getitem__") and not isinstance(database, Mapping):
+        for position in hd.shard_indices(len(database), rank, world):   # reads only this rank's videos
+            yield position, database[position]
+        return
+    for position, item in enumerate(database):
+        if position % world == rank:
+            yield position, item
+
+
+def _gather_on_main(result: dict[str, dict[str, float]], query_ids: list[str],
+                    order: list[tuple[int, str]]) -> dict[str, dict[str, float]]:
+    """Rank 0: every rank's scores merged in database order (as one process fills them); other ranks: ``{}``."""
+    parts = [None] * hd.get_world_size() if hd.is_main_process() else None
+    torch.distributed.gather_object((result, order), parts, dst=0)
+    if not hd.is_main_process():
+        return {}
+    merged: dict[str, dict[str, float]] = {vid: {} for vid in query_ids}
+    scored = sorted((position, vid, rank) for rank, (_, part) in enumerate(parts) for position, vid in part)
+    for _, target, rank in scored:        # a repeated id: first position's place, last position's score
+        for vid in query_ids:
+            merged[vid][target] = parts[rank][0][vid][target]
+    return merged
 
 
 def _index(model: VideoSimilarityNetwork, group: _Group) -> _Group:
