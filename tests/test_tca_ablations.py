@@ -161,3 +161,31 @@ def test_hardest_triplet_matches_brute_force_and_autograd() -> None:
     assert isinstance(contrastive_loss("triplet", margin=0.3), HardestTripletLoss)
     with pytest.raises(ValueError, match="margin"):
         HardestTripletLoss(margin=-1.0)
+
+
+# ----------------------------------------------------------------------------------------------- pipeline
+
+def test_pipeline_variants_train_at_smoke_size() -> None:
+    from hapref.train import fit
+    from hapref.train.tca import TCATask, Variant, config_for
+
+    torch.set_num_threads(1)
+    for variant in (Variant(aggregator="netvlad", pooling="imac"), Variant(aggregator="gru"),
+                    Variant(loss="triplet", bank_size=0), Variant(momentum=0.9)):
+        task = TCATask("smoke", variant, seed=0)
+        model = task.build_model()
+        start = {k: v.clone() for k, v in model.state_dict().items()}
+        result = fit(task, config_for("smoke", 0, steps=3, warmup_steps=1), progress=False)
+        assert math.isfinite(result.history[-1]["loss"]) and 0 <= result.metrics["mAP"] <= 1
+        assert ("mAP_f" in result.metrics) == (variant.aggregator != "netvlad")
+        if variant.momentum:
+            state = result.model.state_dict()
+            key = next(k for k in state if k.startswith("key_encoder.") and k.endswith("weight"))
+            query = key.replace("key_encoder.encoder.", "aggregator.")
+            moved = state[key] - start[key]
+            torch.testing.assert_close(state[key], start[key] + moved)  # the key encoder moved ...
+            assert moved.abs().sum() > 0 and not torch.equal(state[key], state[query])  # ... but lags behind
+    with pytest.raises(ValueError, match="aggregator"):
+        Variant(aggregator="mean")
+    with pytest.raises(ValueError, match="momentum"):
+        Variant(momentum=1.0)
