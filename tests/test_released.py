@@ -254,3 +254,60 @@ def test_visil_pca_file_loads_into_whitening(tmp_path: Path) -> None:
     np.testing.assert_allclose(white(x).numpy(), expected, atol=1e-5)
     with pytest.raises(ValueError, match="'mean', 'd' and 'V'"):
         PCAWhitening.from_visil({"mean": mean})
+
+
+# --- command line: features + network -> the published table ---------------------------------------------------
+
+@pytest.mark.parametrize("dataset, source", [("fivr-5k", "s2vs"), ("svd", "hapvr"), ("evve", None)])
+def test_cli_scores_hdf5_features_like_the_released_loop(tmp_path: Path, capsys, dataset: str,
+                                                          source: str | None) -> None:
+    pytest.importorskip("h5py")
+    import json
+
+    import h5py
+
+    from hapref.evaluation import dataset_ids, evaluate
+    from hapref.evaluation.__main__ import main
+    from hapref.evaluation.fixtures import write_features, write_fixtures
+
+    root = write_fixtures(tmp_path)
+    features = write_features(tmp_path / "features.hdf5", dataset, root, dims=8, frames=(2, 14))
+    queries, database = dataset_ids(dataset, root)
+    with h5py.File(features, "r") as f:
+        stored = {k.removesuffix(".mp4"): torch.from_numpy(f[k][:]) for k in f}
+    items = lambda ids: [{"id": v, "frames": stored[v]} for v in ids if v in stored]  # noqa: E731
+    argv = [dataset, "--features", str(features), "--root", str(root), "--no-progress",
+            "--out", str(tmp_path / "r.json")]
+    if source is None:
+        argv.append("--features-only")   # released features_only: Chamfer over regions, then over frames
+        expected = {}
+        for q in items(queries):
+            expected[q["id"]] = {}
+            for t in items(database):
+                sim = torch.einsum("iok,jpk->iopj", q["frames"], t["frames"]).amax(dim=2).mean(dim=1)
+                expected[q["id"]][t["id"]] = float(sim.amax(dim=1).mean())
+    else:
+        state = (write_s2vs if source == "s2vs" else write_hapvr)(tmp_path / "net.pth", dims=8)
+        argv += ["--released", source, "--checkpoint", str(tmp_path / "net.pth")]
+        head = "visil_head" if source == "s2vs" else "comparator_module"
+        rates = (None, None) if source == "s2vs" else (0.1, 0.03)
+        expected = literal_loop(state, head, items(queries), items(database), 4 if source == "s2vs" else 8, *rates)
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    available = {v for row in expected.values() for v in row} | set(expected)
+    reference = evaluate(dataset, expected, root, available=available)
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert written.keys() == reference.keys()
+    for key, value in reference.items():
+        assert written[key] == pytest.approx(value, abs=1e-6), key
+    assert dataset.upper() in table
+
+
+def test_cli_refuses_incomplete_feature_modes(tmp_path: Path) -> None:
+    from hapref.evaluation.__main__ import main
+
+    for argv in (["evve"], ["evve", "--features", "f.hdf5"],
+                 ["evve", "--features", "f.hdf5", "--similarities", "s.pk"],
+                 ["evve", "--features", "f.hdf5", "--checkpoint", str(tmp_path / "model.pth")]):
+        with pytest.raises(SystemExit):
+            main(argv)

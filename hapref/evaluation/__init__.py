@@ -8,9 +8,13 @@
 
 ``python -m hapref.evaluation fivr-5k --similarities sims.pk --root DIR`` does the same from the command
 line. :mod:`hapref.evaluation.fixtures` writes small files in the released layouts (tests, the book).
+:func:`similarities` scores queries × a streamed database with a similarity network as the released
+evaluation loop does, without padding (``python -m hapref.evaluation DATASET --features FILE.hdf5 ...``).
 """
 
 from hapref.evaluation.protocols import (DATASETS, RESULT_KEYS, annotation_root, dataset_ids, evaluate,
                                          ranked_ap)
 
-__all__ = ["annotation_root", "DATASETS", "dataset_ids", "evaluate", "ranked_ap", "RESULT_KEYS"]
+from hapref.evaluation.scoring import similarities  # noqa: E402  (streaming scorer of similarity networks)
+
+__all__ = ["annotation_root", "DATASETS", "dataset_ids", "evaluate", "ranked_ap", "RESULT_KEYS", "similarities"]

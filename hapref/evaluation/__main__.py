@@ -2,11 +2,23 @@
 
     python -m hapref.evaluation fivr-5k --similarities fivr-5k_similarities.pk --root ~/data/hapref
     python -m hapref.evaluation evve --similarities sims.json --root ~/data/hapref --out results.json
+    python -m hapref.evaluation fivr-5k --features fivr_5k.hdf5 --released s2vs --checkpoint s2vs_dns.pth
+    python -m hapref.evaluation svd --features svd.hdf5 --released hapvr --checkpoint model.pth
+    python -m hapref.evaluation evve --features evve.hdf5 --checkpoint runs/hapvr-full   # a hapref run folder
+    python -m hapref.evaluation evve --features evve.hdf5 --features-only              # Chamfer, no network
 
 ``--similarities`` reads the released format ``{query_id: {target_id: score}}``: a pickle (read with the
 restricted unpickler: built-in values only, nothing can run) or a JSON file. ``--root`` holds
 ``annotations/<name>/<file>`` as ``data_scripts/download.py annotations`` writes it (default
 ``$HAPREF_ANNOTATIONS``, else ``~/.cache/hapref``).
+
+``--features`` reads region features from an HDF5 file with one ``[T, R, D]`` dataset per video (the DnS /
+S2VS layout; SVD keys may keep ``.mp4``), scores every query against the database with
+:func:`hapref.evaluation.similarities` as the released evaluation loop does, and evaluates the result;
+videos missing from the file are left out of the available ids, as the released loop leaves them out.
+The network: ``--released s2vs|hapvr --checkpoint FILE`` (a released checkpoint,
+:func:`hapref.models.load_released_network`), ``--checkpoint RUN`` (a hapref HAP-VR training run folder,
+:func:`hapref.train.runs.load_run_network`) or ``--features-only`` (two-level Chamfer on the features).
 """
 
 from __future__ import annotations
@@ -37,6 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--unlabeled", type=Path, default=None,
                         help="SVD only: the unlabeled distractor id list (unlabeled-data-id)")
     parser.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
+    group = parser.add_argument_group("scoring features (instead of --similarities)")
+    group.add_argument("--features", type=Path, metavar="FILE.hdf5", help="region features, one dataset per video")
+    group.add_argument("--released", choices=("s2vs", "hapvr"), default=None,
+                       help="--checkpoint is a released S2VS / HAP-VR checkpoint file")
+    group.add_argument("--checkpoint", type=Path, default=None,
+                       help="released checkpoint file (with --released) or hapref training run folder")
+    group.add_argument("--features-only", action="store_true",
+                       help="no network: Chamfer over regions then frames (the released features_only mode)")
+    group.add_argument("--device", default=None, help="torch device for scoring (default: cuda if available)")
+    group.add_argument("--max-cells", type=int, default=2 ** 21,
+                       help="frame pairs scored at once (memory about 400 bytes each)")
+    group.add_argument("--save-similarities", type=Path, default=None,
+                       help="also write the computed similarities here as JSON")
+    group.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     return parser
 
 
@@ -113,6 +139,82 @@ def run_similarities(args: argparse.Namespace) -> dict[str, float]:
     return evaluate(args.dataset, similarities, args.root, unlabeled=unlabeled)
 
 
+def feature_network(args: argparse.Namespace):
+    """The similarity network the ``--features`` mode scores with (see the module docstring).
+
+    Examples:
+        >>> args = build_parser().parse_args(["evve", "--features", "f.hdf5", "--features-only"])
+        >>> net = feature_network(args)
+        >>> net.comparator is None, net.spatial_k, net.temporal_k
+        (True, 0.0, 0.0)
+    """
+    from hapref.similarity import VideoSimilarityNetwork
+
+    if args.features_only:
+        if args.checkpoint is not None or args.released is not None:
+            raise ValueError("--features-only takes no --checkpoint or --released")
+        return VideoSimilarityNetwork(spatial_k=0.0, temporal_k=0.0, comparator=False, min_len=4)
+    if args.checkpoint is None:
+        raise ValueError("--features needs a network: --released s2vs|hapvr --checkpoint FILE, "
+                         "--checkpoint RUN or --features-only")
+    if args.released is not None:
+        from hapref.models import load_released_network
+        return load_released_network(args.checkpoint, args.released)
+    if not args.checkpoint.is_dir():
+        raise ValueError(f"--checkpoint {args.checkpoint} is not a run folder; for a released checkpoint file "
+                         "add --released s2vs or --released hapvr")
+    from hapref.train.runs import load_run_network
+    return load_run_network(args.checkpoint)
+
+
+def run_features(args: argparse.Namespace) -> dict[str, float]:
+    """Mode ``--features``: score the HDF5 features with the chosen network, then evaluate (released loop).
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> from hapref.evaluation.fixtures import write_fixtures, write_features
+        >>> root = write_fixtures(tempfile.mkdtemp())
+        >>> features = write_features(root / "evve.hdf5", "evve", root, dims=8)
+        >>> args = build_parser().parse_args(["evve", "--features", str(features), "--features-only",
+        ...                                   "--root", str(root), "--no-progress"])
+        >>> sorted(run_features(args))
+        ['EVVE_mAP', 'EVVE_uAP']
+    """
+    import h5py
+    import torch
+
+    from hapref.data.loaders import HDF5Features
+    from hapref.evaluation.protocols import dataset_ids
+    from hapref.evaluation.scoring import similarities
+
+    unlabeled = None
+    if args.unlabeled is not None:
+        from hapref.data.loaders import read_id_list
+        unlabeled = read_id_list(args.unlabeled)
+    queries, database = dataset_ids(args.dataset, args.root, unlabeled=unlabeled)
+    network = feature_network(args)
+    if not args.features.is_file():
+        raise ValueError(f"--features {args.features} is not a file")
+    with h5py.File(args.features, "r") as f:
+        keys = set(f.keys())
+
+    def stored(ids: list[str]) -> list[str]:  # SVD files keep the .mp4 suffix
+        return [v if v in keys or f"{v}.mp4" not in keys else f"{v}.mp4" for v in ids]
+
+    query_set = HDF5Features(args.features, stored(queries), min_len=1)   # the scorer tiles as released
+    database_set = HDF5Features(args.features, stored(database), min_len=1)
+    if len(query_set) == 0:
+        raise ValueError(f"{args.features} holds none of the {len(queries)} {args.dataset} queries")
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    sims = similarities(network, query_set, database_set, device=device, progress=not args.no_progress,
+                        max_cells=args.max_cells)
+    if args.save_similarities is not None:
+        args.save_similarities.parent.mkdir(parents=True, exist_ok=True)
+        args.save_similarities.write_text(json.dumps(sims) + "\n")
+    available = set(query_set.ids) | set(database_set.ids)
+    return evaluate(args.dataset, sims, args.root, available=available, unlabeled=unlabeled)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv``, run the chosen mode, print the table (and write ``--out``); returns the exit code.
 
@@ -126,10 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.similarities is None:
-        parser.error("give the input: --similarities FILE")
+    if (args.similarities is None) == (args.features is None):
+        parser.error("give one input: --similarities FILE or --features FILE.hdf5")
     try:
-        results = run_similarities(args)
+        results = run_similarities(args) if args.similarities is not None else run_features(args)
     except (ValueError, TypeError, FileNotFoundError) as err:
         parser.error(str(err))
     print(format_table(args.dataset, results))

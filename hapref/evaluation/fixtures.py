@@ -251,3 +251,61 @@ def fixture_similarities(queries: list[str], database: list[str], relevant: np.n
     if decimals is not None:
         scores = scores.round(decimals)
     return {q: dict(zip(database, map(float, row))) for q, row in zip(queries, scores)}
+
+
+def write_features(path: str | os.PathLike, dataset: str, root: str | os.PathLike, dims: int = 32, regions: int = 9,
+                   frames: tuple[int, int] = (3, 40), seed: int = 0, leave_out: int = 1) -> Path:
+    """Region features of a fixture dataset in the DnS / S2VS HDF5 layout: one float32 ``[T, R, D]`` per video id.
+
+    Every video relevant to a query (its first task, e.g. DSVR) repeats a stretch of that query's frames
+    with noise, the others are random, so a similarity network ranks relevant videos first. Frame counts
+    are drawn from ``frames`` (inclusive; the default includes videos shorter than the released loaders'
+    minimum length); SVD ids keep the ``.mp4`` suffix as in the released files; the last ``leave_out``
+    database videos are not written (a video whose features are missing). Needs ``h5py``.
+
+    Examples:
+        >>> import tempfile, h5py
+        >>> root = write_fixtures(tempfile.mkdtemp())
+        >>> path = write_features(root / "evve.hdf5", "evve", root, dims=8)
+        >>> with h5py.File(path, "r") as f:
+        ...     shape = f[sorted(f)[0]].shape
+        >>> shape[1:]
+        (9, 8)
+    """
+    import h5py
+
+    from hapref.evaluation.protocols import _annotations, annotation_root
+
+    ann = _annotations(dataset, annotation_root(root))
+    relevant = ann.relevance().numpy()
+    rng = np.random.default_rng(seed)
+
+    def unit(x: np.ndarray) -> np.ndarray:
+        return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+    def video() -> np.ndarray:
+        return unit(rng.normal(size=(int(rng.integers(frames[0], frames[1] + 1)), regions, dims)))
+
+    features = {q: video() for q in ann.queries}
+    database = [v for v in ann.database if v not in features]
+    for column, vid in enumerate(ann.database):
+        if vid in features:
+            continue
+        sources = np.flatnonzero(relevant[:, column])
+        if len(sources) == 0:
+            features[vid] = video()
+            continue
+        query = features[ann.queries[int(rng.choice(sources))]]
+        length = int(rng.integers(frames[0], frames[1] + 1))
+        start = int(rng.integers(0, len(query)))
+        copied = np.resize(np.roll(query, -start, axis=0), (length, regions, dims))
+        features[vid] = unit(copied + 0.4 * rng.normal(size=copied.shape))
+    dropped = set(database[len(database) - leave_out:]) if leave_out else set()
+    suffix = ".mp4" if dataset == "svd" else ""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(path, "w") as f:
+        for vid, x in features.items():
+            if vid not in dropped:
+                f.create_dataset(vid + suffix, data=x)
+    return path
