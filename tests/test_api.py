@@ -122,6 +122,18 @@ def test_metrics_accept_numpy_arrays():
     assert quadlet_precision(scores[0], scores[1], scores[2]) == quadlet_precision(t_scores[0], t_scores[1], t_scores[2])
     assert triplet_precision(scores[0], scores[1]) == triplet_precision(t_scores[0], t_scores[1])
     assert mean_average_precision(scores.astype(np.float32), relevance).dtype == torch.float32
+    from hapref.metrics import gmap, map_at_n
+    assert map_at_n(scores, relevance, 3).item() == map_at_n(t_scores, t_rel, 3).item()
+    assert gmap(scores, relevance).item() == gmap(t_scores, t_rel).item()
+
+
+def test_metrics_name_the_argument_for_lists_and_other_non_arrays():
+    with pytest.raises(TypeError, match="scores must be a torch.Tensor or a NumPy array, got list"):
+        mean_average_precision([[0.3, 0.2]], torch.ones(1, 2))
+    with pytest.raises(TypeError, match="relevance must be a torch.Tensor or a NumPy array, got list"):
+        mean_average_precision(torch.rand(1, 2), [[1, 0]])
+    with pytest.raises(TypeError, match="gains must be"):
+        ndcg(torch.rand(1, 2), [[1, 0]])
 
 
 # ---------------------------------------------------------------- bad inputs: clear errors
