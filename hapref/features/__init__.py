@@ -10,7 +10,7 @@ from hapref.features.backbones import (
     load_backbone,
     to_float_frames,
 )
-from hapref.features.extractor import FeatureExtractor
+from hapref.features.extractor import FeatureExtractor, released_frames
 from hapref.features.pooling import (POOLINGS, RELEASED_KERNELS, pool_layers, region_windows, regional_max_pool,
                                      released_l3imac)
 from hapref.features.whitening import PCAWhitening
@@ -18,5 +18,5 @@ from hapref.features.whitening import PCAWhitening
 __all__ = [
     "AlexNetBackbone", "BACKBONES", "POOLINGS", "Backbone", "EfficientNetLite0Backbone", "FeatureExtractor",
     "PCAWhitening", "RELEASED_KERNELS", "ResNet50Backbone", "SmallCNN", "load_backbone", "pool_layers",
-    "region_windows", "regional_max_pool", "released_l3imac", "to_float_frames",
+    "region_windows", "regional_max_pool", "released_frames", "released_l3imac", "to_float_frames",
 ]

@@ -54,14 +54,14 @@ class FeatureExtractor(nn.Module):
     ``backbone`` is a name for :func:`load_backbone` or a :class:`Backbone`; ``pooling`` one of
     ``"l3imac"``, ``"l3imac_released"``, ``"imac"``, ``"l3irmac"`` (default: ``"l3imac_released"`` for
     ``"resnet50"``, ``"l3imac"`` otherwise); ``whitening`` an optional :class:`PCAWhitening` (fit one
-    with :meth:`fit_whitening`, or load the released ViSiL file with :meth:`PCAWhitening.load_visil`).
+    with :meth:`fit_whitening`, or load the released ViSiL file with :meth:`hapref.features.PCAWhitening.load_visil`).
     Frames are processed ``batch_size`` at a time without gradients; the extractor is frozen.
     HAP-VR §3.2 region features; TCA §3.2 (Eq. 1) frame features.
 
     ``FeatureExtractor("resnet50", whitening=PCAWhitening.load_visil("pca_resnet50_vcdb_1M.pth"))`` is
-    the released S2VS / HAP-VR extractor: frames through :func:`released_frames` (shorter side 256,
+    the released S2VS / HAP-VR extractor: frames through :func:`hapref.features.released_frames` (shorter side 256,
     centre crop 224), normalised with the released mean 0.45 and std 0.225 per channel, ResNet-50
-    layer1..4 pooled by :func:`hapref.features.pooling.released_l3imac`, PCA-whitened to 512 and
+    layer1..4 pooled by :func:`hapref.features.released_l3imac`, PCA-whitened to 512 and
     L2-normalised: features comparable with the DnS / S2VS HDF5 files (needs torchvision).
 
     Examples:

@@ -76,7 +76,7 @@ def pool_layers(maps: Sequence[Tensor], pooling: str = "l3imac", grid: int = 3) 
     """Frame descriptors from a backbone's feature maps (HAP-VR §3.2; TCA §3.2, Eq. 1).
 
     - ``"l3imac"``: regions ``[T, grid², ΣC]`` (ViSiL/S2VS/HAP-VR region features, R = 9);
-    - ``"l3imac_released"``: the released S2VS / HAP-VR windows of :func:`released_l3imac` (ResNet-50
+    - ``"l3imac_released"``: the released S2VS / HAP-VR windows of :func:`hapref.features.released_l3imac` (ResNet-50
       maps; ``grid`` unused), comparable with the DnS / S2VS HDF5 feature files;
     - ``"imac"``: global max per channel, ``[T, ΣC]`` (TCA's iMAC);
     - ``"l3irmac"``: regions L2-normalised and summed, ``[T, ΣC]`` (TCA's L3-iRMAC).

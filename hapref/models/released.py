@@ -2,7 +2,7 @@
 
 The official checkpoints (S2VS ``s2vs_dns.pth`` / ``s2vs_vcdb.pth``, https://github.com/gkordo/s2vs;
 HAP-VR ``ckpt/model.pth``, https://github.com/yafeng19/HAP-VR) store the ViSiL-style network of HAP-VR
-§3.3.1 (Eq. 3–5) under their own key names. :func:`load_released_network` maps them onto hapref's
+§3.3.1 (Eq. 3–5) under their own key names. :func:`hapref.models.load_released_network` maps them onto hapref's
 modules and sets what the released evaluation does: floor-mode ψ, ``hardtanh`` scores in [−1, 1],
 Chamfer (S2VS) or TopK-Chamfer at the stored rates (HAP-VR), and the loaders' minimum length.
 """

@@ -28,11 +28,13 @@ def _setting(config: dict, name: str) -> object | None:
 def load_run_network(run_dir: str | os.PathLike) -> VideoSimilarityNetwork:
     """The video similarity network trained in a HAP-VR run folder, in eval mode (HAP-VR §3.3.1, Eq. 3–5).
 
-    Dimensions and attention come from the checkpoint's weights; the temporal TopK rate from the
-    run's ``config.json`` (a ``temporal_k`` entry, at any depth) or, for runs that did not record it,
-    the pipeline's default :class:`hapref.train.hapvr.Variant`. Scores are in [0, 1] (hapref's training
-    range); ψ pools in floor mode, so videos need at least 4 frames
-    (:func:`hapref.evaluation.similarities` tiles shorter ones).
+    A run whose ``config.json`` records its model constructor (``"model"``) is rebuilt by
+    ``hapref.train.loop.load_run``. For older runs, dimensions and attention come from the checkpoint's
+    weights and the TopK rates from ``config.json`` (``temporal_k`` / ``spatial_k`` entries, at any depth)
+    or, when not recorded, the pipeline's defaults (``Variant`` of ``hapref.train.hapvr``; spatial 0.1).
+    Scores are in [0, 1] (hapref's training range); ψ pools in floor mode, so videos need at least 4
+    frames (:func:`hapref.evaluation.similarities` tiles shorter ones). The run's own preprocessing (its
+    PCA whitening of hapref's frame features) is not applied: score features made the same way.
 
     Examples:
         >>> import json, tempfile, pathlib, torch
@@ -51,6 +53,12 @@ def load_run_network(run_dir: str | os.PathLike) -> VideoSimilarityNetwork:
     pipeline = config.get("pipeline", "hapvr") if isinstance(config, dict) else None
     if pipeline != "hapvr":
         raise ValueError(f"{run} is a {pipeline!r} run; only 'hapvr' runs train a video similarity network")
+    if isinstance(config.get("model"), dict):
+        from hapref.train.loop import load_run
+        model, _ = load_run(run)
+        if not isinstance(model, VideoSimilarityNetwork):
+            raise ValueError(f"{run} holds a {type(model).__name__}, not a video similarity network")
+        return model
     state = load_checkpoint(run).get("model")
     if not isinstance(state, dict) or "comparator.conv1.weight" not in state:
         raise ValueError(f"{run / CHECKPOINT} holds no HAP-VR similarity network under 'model'")
