@@ -338,7 +338,9 @@ def all_reduce_mean(value: Tensor | float) -> float:
 def average_gradients(module: nn.Module) -> None:
     """Average every parameter gradient over ranks in place: what ``DistributedDataParallel`` does.
 
-    For a model not wrapped in DDP (e.g. tests, or a trainer that syncs by hand); a no-op in one process.
+    For a model not wrapped in DDP (the hapref trainer syncs by hand, so pipelines may call any method of
+    the model, not only ``forward``); a no-op in one process. Parameters without a gradient on this rank
+    get a zero gradient first, so every rank reduces the same tensors.
 
     Examples:
         >>> import torch
@@ -350,10 +352,21 @@ def average_gradients(module: nn.Module) -> None:
     """
     if not is_distributed() or get_world_size() == 1:
         return
-    for p in module.parameters():
-        if p.grad is not None:
-            dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
-            p.grad /= get_world_size()
+    params = [p for p in module.parameters() if p.requires_grad]
+    if not params:
+        return
+    for p in params:       # a parameter unused on this rank still takes part (the others may have used it)
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    by_dtype: dict[tuple[torch.dtype, torch.device], list[nn.Parameter]] = {}
+    for p in params:
+        by_dtype.setdefault((p.grad.dtype, p.grad.device), []).append(p)
+    for group in by_dtype.values():       # one all_reduce per dtype and device, not one per parameter
+        flat = torch.cat([p.grad.reshape(-1) for p in group])
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        flat /= get_world_size()
+        for p, part in zip(group, flat.split([p.numel() for p in group])):
+            p.grad.copy_(part.view_as(p.grad))
 
 
 def broadcast_object(obj: Any, src: int = 0) -> Any:
