@@ -234,6 +234,22 @@ def test_evve_and_cc_web_match_reference_with_and_without_ties(fixture_root, dec
     _close(evaluate("cc_web_video", sims, fixture_root), _ref_cc_web(sims, cc), 1e-12)
 
 
+def test_targets_outside_the_annotation_count_where_released_counts_them(fixture_root):
+    data = _load(fixture_root / "annotations" / "evve" / "evve.pickle")
+    ann, sims = _sims("evve", fixture_root, seed=4)
+    extra = {q: ({"unknown-video": 9.0, **row} if i % 2 else {**row, "other": -9.0})
+             for i, (q, row) in enumerate(sims.items())}
+    all_db = set(extra) | {t for row in extra.values() for t in row}
+    got = evaluate("evve", extra, fixture_root)
+    _close(got, _ref_evve(extra, all_db, data))
+    assert got["EVVE_mAP"] < evaluate("evve", sims, fixture_root)["EVVE_mAP"]  # a distractor ranked first
+    folder = fixture_root / "annotations" / "fivr"
+    easy = set((folder / "fivr_easy_duplicates.txt").read_text().split())
+    ann, sims = _sims("fivr-5k", fixture_root, seed=4)
+    extra = {q: {**row, "not-in-fivr": 9.0} for q, row in sims.items()}
+    _close(evaluate("fivr-5k", extra, fixture_root), _ref_fivr(extra, None, _load(folder / "fivr.pickle"), "5k", easy))
+
+
 def test_cc_web_counts_self_match_and_missing_positive(fixture_root):
     cc = _load(fixture_root / "annotations" / "cc_web_video" / "cc_web_video.pickle")
     ann = loaders.load_cc_web_video(fixture_root / "annotations" / "cc_web_video" / "cc_web_video.pickle")
@@ -410,7 +426,7 @@ def test_real_fivr_200k_is_fast():
     scores = torch.from_numpy(np.random.default_rng(0).random((100, len(database)), dtype=np.float32))
     start = time.perf_counter()
     results = evaluate("fivr-200k", scores, REAL)
-    assert time.perf_counter() - start < 30 and 0 < results["DSVR"] < 0.2  # random scores: low mAP
+    assert time.perf_counter() - start < 60 and 0 < results["DSVR"] < 0.2  # random scores: low mAP
 
 
 def test_restricted_unpickler_reads_fixtures_like_pickle(fixture_root):

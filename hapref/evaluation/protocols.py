@@ -190,6 +190,8 @@ def _as_lists(similarities: object, queries: list[str], database: list[str], ava
     codes = {v: i for i, v in enumerate(names)}
     if isinstance(similarities, Mapping):
         sim_queries, targets, scores, seen = [], [], [], set()
+        previous_keys: list | None = None
+        previous_codes = np.zeros(0, dtype=np.int64)
         for q, row in similarities.items():
             if not isinstance(q, str) or not isinstance(row, Mapping):
                 raise TypeError("similarities must be {query_id: {target_id: score}} with string ids, got "
@@ -198,16 +200,22 @@ def _as_lists(similarities: object, queries: list[str], database: list[str], ava
             if q in seen:
                 raise ValueError(f"similarities lists query {q!r} twice (with and without '.mp4')")
             seen.add(q)
-            keys = [_strip(t, strip_mp4) for t in row] if strip_mp4 else list(row)
-            found = list(map(codes.get, keys))
-            if None in found:
-                for k, t in enumerate(keys):
-                    if found[k] is None:
-                        if not isinstance(t, str):
-                            raise TypeError(f"similarities[{q!r}] must have string target ids, got {t!r}")
-                        found[k] = codes.setdefault(t, len(names))
-                        if found[k] == len(names):
-                            names.append(t)
+            row_keys = list(row)
+            if row_keys == previous_keys:  # the released loop fills every query's dict in the same order
+                found = previous_codes
+            else:
+                keys = [_strip(t, strip_mp4) for t in row_keys] if strip_mp4 else row_keys
+                found = list(map(codes.get, keys))
+                if None in found:  # targets outside the annotation: new codes
+                    for k, t in enumerate(keys):
+                        if found[k] is None:
+                            if not isinstance(t, str):
+                                raise TypeError(f"similarities[{q!r}] must have string target ids, got {t!r}")
+                            found[k] = codes.setdefault(t, len(names))
+                            if found[k] == len(names):
+                                names.append(t)
+                found = np.asarray(found, dtype=np.int64)
+                previous_keys, previous_codes = row_keys, found
             codes.setdefault(q, len(names))
             if codes[q] == len(names):
                 names.append(q)
@@ -216,29 +224,26 @@ def _as_lists(similarities: object, queries: list[str], database: list[str], ava
             except (TypeError, ValueError):
                 raise TypeError(f"similarities[{q!r}] must map target ids to real numbers") from None
             sim_queries.append(q)
-            targets.append(np.asarray(found, dtype=np.int64))
+            targets.append(found)
             scores.append(values)
-        if available is None:
-            used = np.zeros(len(names), dtype=bool)
-            for q, t in zip(sim_queries, targets):
-                used[codes[q]] = True
-                used[t] = True
-            present = {names[i] for i in np.flatnonzero(used)}
+        present = np.zeros(len(names), dtype=bool)  # the ids in similarities: the default available set
+        for q, t in zip(sim_queries, targets):
+            present[codes[q]] = True
+            present[t] = True
     else:
         matrix = _matrix(similarities, (len(queries), len(database)))
         sim_queries = list(queries)
         columns = np.array([codes[v] for v in database], dtype=np.int64)
         targets, scores = [columns] * len(queries), list(matrix)
-        present = set(names)
+        present = np.ones(len(names), dtype=bool)
     for q, s in zip(sim_queries, scores):
         if np.isnan(s).any():
             raise ValueError(f"similarities of query {q!r} contain NaN")
+    lists = _Lists(codes, names, sim_queries, targets, scores, present)
     if available is not None:
         if isinstance(available, str):
             raise TypeError("available must be an iterable of ids, got a single string")
-        present = {_strip(v, strip_mp4) for v in available}
-    lists = _Lists(codes, names, sim_queries, targets, scores, np.zeros(len(names), dtype=bool))
-    lists.available = lists.mask(present)
+        lists.available = lists.mask({_strip(v, strip_mp4) for v in available})
     if not isinstance(similarities, Mapping):  # the released array path keeps only available targets
         lists.targets = [t[lists.available[t]] for t in lists.targets]
         lists.scores = [s[lists.available[columns]] for s in lists.scores]
