@@ -441,3 +441,15 @@ def test_real_pickles_load_with_the_restricted_unpickler():
     for name in ("fivr/fivr.pickle", "evve/evve.pickle", "cc_web_video/cc_web_video.pickle", "vcdb/vcdb.pickle"):
         data = load_pickle(REAL / "annotations" / name)
         assert isinstance(data, dict) and data
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_similarity_pickles_with_numpy_scalars_load_and_arrays_are_refused(tmp_path, protocol) -> None:
+    path = tmp_path / "sims.pk"
+    path.write_bytes(pickle.dumps({"q": {"a": np.float32(0.25), "b": np.float64(0.5), "c": np.int64(2)}},
+                                  protocol=protocol))
+    loaded = load_pickle(path)
+    assert loaded["q"] == {"a": 0.25, "b": 0.5, "c": 2}
+    path.write_bytes(pickle.dumps({"q": np.array([1.0])}, protocol=protocol))  # arrays need more than scalars
+    with pytest.raises(ValueError, match="sims.pk"):
+        load_pickle(path)
