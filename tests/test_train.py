@@ -66,7 +66,7 @@ def test_resume_is_exact(tmp_path) -> None:
     reference = fit(ToyRegression(seed=3), cfg, progress=False)
     with pytest.raises(KeyboardInterrupt):
         fit(ToyRegression(seed=3, fail_at=9), cfg, out_dir=tmp_path, progress=False)
-    assert load_checkpoint(tmp_path)["step"] == 8
+    assert load_checkpoint(tmp_path)["step"] == 9      # periodic checkpoints: every step of a 12-step run
     resumed = fit(ToyRegression(seed=3), cfg, out_dir=tmp_path, resume=True, progress=False)
     for name, value in reference.model.state_dict().items():
         assert torch.equal(value, resumed.model.state_dict()[name]), name
@@ -78,7 +78,8 @@ def test_checkpoint_is_plain_and_loads_with_weights_only(tmp_path) -> None:
     cfg = TrainConfig(steps=3, lr=1e-3)
     result = fit(ToyRegression(), cfg, out_dir=tmp_path, progress=False)
     state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
-    assert sorted(state) == ["history", "model", "optimizer", "rng", "scaler", "scheduler", "step"]
+    assert sorted(state) == ["history", "model", "optimizer", "preprocess", "rng", "scaler", "scheduler", "step",
+                             "task"]
     model = ToyRegression().build_model()
     model.load_state_dict(state["model"])
     for name, value in result.model.state_dict().items():
@@ -90,7 +91,7 @@ def test_checkpoint_is_plain_and_loads_with_weights_only(tmp_path) -> None:
 
 def test_resume_rejects_a_different_config(tmp_path) -> None:
     fit(ToyRegression(), TrainConfig(steps=2), out_dir=tmp_path, progress=False)
-    with pytest.raises(ValueError, match="different TrainConfig"):
+    with pytest.raises(ValueError, match=r"other settings \(train.steps: 2 -> 4\)"):
         fit(ToyRegression(), TrainConfig(steps=4), out_dir=tmp_path, resume=True, progress=False)
 
 

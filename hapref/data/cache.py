@@ -55,3 +55,32 @@ def source_digest(*modules: ModuleType) -> str:
             raise ValueError(f"modules must be loaded from source files; {module.__name__} has no __file__")
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:16]
+
+
+def load_cached(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The tensors dict cached at ``path`` (``torch.load`` with ``weights_only=True``), or ``None`` when there is none.
+
+    A damaged cache file (truncated, foreign, unreadable) is deleted and ``None`` returned, so the caller
+    regenerates it instead of failing on every later run.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = Path(d) / "features.pt"
+        ...     _ = path.write_bytes(b"not a torch file")
+        ...     load_cached(path), path.exists()
+        (None, False)
+    """
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        value = torch.load(path, weights_only=True)
+    except Exception:  # noqa: BLE001 - any unreadable file is regenerated
+        value = None
+    if not isinstance(value, dict):
+        path.unlink(missing_ok=True)
+        return None
+    return value

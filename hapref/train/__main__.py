@@ -1,4 +1,10 @@
-"""``python -m hapref.train <pipeline> --profile {smoke,quick,full}``: train, evaluate, print the summary line last."""
+"""``python -m hapref.train <pipeline> [--profile P] [--loss L] [--set key=value ...] --out DIR``.
+
+Trains one pipeline, evaluates it and prints the summary line last. ``python -m hapref.train <pipeline> --help``
+lists that pipeline's losses, profiles and settings. The run folder holds ``config.json`` (pipeline, profile,
+loss, seed, world size, version and every resolved setting), ``checkpoint.pt`` (written periodically),
+``log.jsonl`` and ``metrics.json``; ``--resume`` continues it, ``--force`` starts it again.
+"""
 
 from __future__ import annotations
 
@@ -7,31 +13,74 @@ import sys
 
 from hapref.train.loop import fit
 from hapref.train.registry import PIPELINES, load_pipeline
+from hapref.train.settings import describe, parse_assignments
+
+
+def _pipeline_help(name: str) -> str:
+    """Losses, profiles and the smoke profile's settings of pipeline ``name``."""
+    try:
+        pipeline = load_pipeline(name)
+    except ValueError as err:
+        return str(err)
+    profiles = ", ".join(pipeline.PROFILES)
+    first = next(iter(pipeline.PROFILES.values()))
+    lines = describe(first) + (describe(pipeline.Variant()) if hasattr(pipeline, "Variant") else [])
+    settings = "\n  ".join(lines)
+    return (f"losses: {', '.join(pipeline.LOSSES)} (default {pipeline.DEFAULT_LOSS})\nprofiles: {profiles}\n"
+            f"settings of the first profile (--set key=value; TrainConfig fields such as lr, weight_decay, "
+            f"grad_clip, checkpoint_every also work):\n  {settings}")
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", default="smoke", help="run size (see the profiles above)")
+    parser.add_argument("--loss", default=None, help="loss name (default: the paper's method)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a setting, checked against its type and range (repeatable)")
+    parser.add_argument("--steps", type=int, default=None, help="number of training steps (same as --set steps=N)")
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: CUDA when available)")
+    parser.add_argument("--out", default=None, help="run folder: config.json, checkpoint.pt, log.jsonl, metrics.json")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out (same settings)")
+    parser.add_argument("--force", action="store_true", help="overwrite a run already in --out")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hapref.train", description=__doc__)
-    parser.add_argument("pipeline", choices=sorted(PIPELINES))
-    parser.add_argument("--profile", default="smoke", help="run size: smoke, quick, full or released")
-    parser.add_argument("--loss", default=None, help="loss name (default: the paper's, the pipeline's DEFAULT_LOSS)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="folder for checkpoint.pt, config.json, metrics.json")
-    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    """Parse ``argv``, train, print the summary line; 0 on success, 2 on a usage or settings error."""
+    parser = argparse.ArgumentParser(prog="python -m hapref.train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="pipeline", required=True, metavar="PIPELINE")
+    commands = {}
+    for name in sorted(PIPELINES):
+        commands[name] = sub.add_parser(name, help=f"train the {name} pipeline", description=_pipeline_help(name),
+                                        formatter_class=argparse.RawDescriptionHelpFormatter)
+        _add_run_arguments(commands[name])
     args = parser.parse_args(argv)
+    command = commands[args.pipeline]
     try:
         pipeline = load_pipeline(args.pipeline)
     except ValueError as err:
-        parser.error(str(err))
+        command.error(str(err))
     if args.profile not in pipeline.PROFILES:
-        parser.error(f"--profile must be one of {', '.join(pipeline.PROFILES)}; got {args.profile!r}")
+        command.error(f"--profile must be one of {', '.join(pipeline.PROFILES)}; got {args.profile!r}")
     loss = args.loss or pipeline.DEFAULT_LOSS
     if loss not in pipeline.LOSSES:
-        parser.error(f"--loss must be one of {', '.join(pipeline.LOSSES)}; got {loss!r}")
-    if args.resume and args.out is None:
-        parser.error("--resume needs --out")
-    task, config = pipeline.build(args.profile, loss, args.seed, progress=not args.no_progress)
-    result = fit(task, config, out_dir=args.out, resume=args.resume, progress=not args.no_progress)
+        command.error(f"--loss must be one of {', '.join(pipeline.LOSSES)}; got {loss!r}")
+    if (args.resume or args.force) and args.out is None:
+        command.error("--resume and --force need --out")
+    try:
+        overrides = parse_assignments(args.set)
+        if args.steps is not None:
+            overrides["steps"] = str(args.steps)
+        if args.device is not None:
+            overrides["device"] = args.device
+        task, config = pipeline.build(args.profile, loss, args.seed, progress=not args.no_progress,
+                                      overrides=overrides)
+        run = {"pipeline": args.pipeline, "profile": args.profile, "loss": loss, "seed": args.seed}
+        result = fit(task, config, out_dir=args.out, resume=args.resume, progress=not args.no_progress, run=run,
+                     force=args.force)
+    except ValueError as err:
+        command.error(str(err))
     print(pipeline.summary_line(result.metrics))
     return 0
 

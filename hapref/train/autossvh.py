@@ -33,6 +33,7 @@ from hapref.metrics.hamming import hamming_map_at_ns
 from hapref.models.autossvh import AutoSSVHNet, num_dropped, random_drop
 from hapref.search import HammingIndex
 from hapref.train.loop import TrainConfig
+from hapref.train.settings import override_all
 
 __all__ = ["LOSSES", "PROFILES", "AutoSSVHTask", "build", "fixed_length", "hamming_scores", "hashing_metrics",
            "summary_line", "video_features", "view_overlap"]
@@ -154,12 +155,12 @@ def hashing_metrics(query: Tensor, database: Tensor, query_labels: Tensor, db_la
 class AutoSSVHTask:
     """The :class:`hapref.train.loop.Task` of the AutoSSVH pipeline (one loss variant, one seed)."""
 
-    def __init__(self, profile: str, loss: str, seed: int = 0) -> None:
-        if profile not in PROFILES:
-            raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
+    def __init__(self, profile: str | dict, loss: str, seed: int = 0) -> None:
+        if not isinstance(profile, dict) and profile not in PROFILES:
+            raise ValueError(f"profile must be one of {tuple(PROFILES)} or a settings dict, got {profile!r}")
         if loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-        self.settings = s = PROFILES[profile]
+        self.settings = s = profile if isinstance(profile, dict) else PROFILES[profile]
         self.loss_name, self.seed = loss, seed
         self.learned = loss.startswith("autossvh")
         self.adversarial = loss != "autossvh_no_grl"
@@ -168,7 +169,12 @@ class AutoSSVHTask:
         self.use_fr = loss != "autossvh_no_fr"
         self.weights = AutoSSVHWeights(alpha=0.0 if loss == "autossvh_no_vc" else s["alpha"], beta=s["beta"] if self.use_p2set else 0.0, tau=s["tau"],
                                        tau_plus=s["tau_plus"])
-        train, test = video_features(profile)
+        if isinstance(profile, str):
+            train, test = video_features(profile)
+        elif s["backbone"] is None:
+            raise ValueError("this profile trains on pre-extracted frame features, which are not part of hapref")
+        else:
+            train, test = extract_finegrained_features(s["data"], s["backbone"])
         self.train_x, self.test_x = fixed_length(train, s["frames"]), fixed_length(test, s["frames"])
         label = "subclasses" if s["label"] == "subclass" else "classes"
         self.train_labels, self.test_labels = getattr(train, label), getattr(test, label)
@@ -176,8 +182,26 @@ class AutoSSVHTask:
         self.clusters: list[tuple[Tensor, Tensor]] = []  # (assignments [N], voted centres [C, K]) per clustering
 
     def build_model(self) -> nn.Module:
+        return AutoSSVHNet(**self.model_spec()["kwargs"])
+
+    def run_settings(self) -> dict:
+        """Every resolved setting of the run (recorded in ``config.json``)."""
+        return {"profile": self.settings, "loss": self.loss_name}
+
+    def model_spec(self) -> dict:
+        """The model's constructor and arguments (:func:`hapref.train.load_run`)."""
         s = self.settings
-        return AutoSSVHNet(self.train_x.shape[-1], s["nbits"], s["frames"], s["preset"])
+        return {"factory": "hapref.models.autossvh:AutoSSVHNet",
+                "kwargs": {"feature_dim": int(self.train_x.shape[-1]), "nbits": s["nbits"], "frames": s["frames"],
+                           "preset": s["preset"]}}
+
+    def state_dict(self) -> dict:
+        """The P2Set clusterings of the last re-clustering (saved with checkpoints so resume is exact)."""
+        return {"clusters": [[assigned, centres] for assigned, centres in self.clusters]}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.clusters = [(assigned, centres) for assigned, centres in state["clusters"]]
 
     def batch(self, step: int, device: torch.device) -> tuple[int, Tensor, Tensor, Tensor, Tensor]:
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
@@ -264,14 +288,21 @@ def view_overlap(task: AutoSSVHTask, model: AutoSSVHNet, steps: int = 4) -> floa
     return float(torch.stack(total).mean())
 
 
-def build(profile: str, loss: str, seed: int, progress: bool = True) -> tuple[AutoSSVHTask, TrainConfig]:
+def build(profile: str, loss: str, seed: int, progress: bool = True,
+          overrides: dict[str, str] | None = None) -> tuple[AutoSSVHTask, TrainConfig]:
     """The task and optimisation settings of one run (registry contract of :mod:`hapref.train`).
 
+    ``overrides`` (``--set``) change profile keys (``data.size`` for nested ones) or :class:`TrainConfig` fields.
     ``progress`` is part of that contract; the few seconds of feature extraction here show no bar.
     """
-    task = AutoSSVHTask(profile, loss, seed)
-    s = task.settings
-    return task, TrainConfig(steps=s["steps"], lr=s["lr"], weight_decay=0.0, warmup_steps=s["steps"] // 10, seed=seed)
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
+    s = PROFILES[profile]
+    config = TrainConfig(steps=s["steps"], lr=s["lr"], weight_decay=0.0, warmup_steps=s["steps"] // 10, seed=seed)
+    if overrides:
+        config, s = override_all([config, s], overrides)
+        return AutoSSVHTask(s, loss, seed), config
+    return AutoSSVHTask(profile, loss, seed), config
 
 
 def summary_line(metrics: dict[str, float]) -> str:

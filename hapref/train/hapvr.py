@@ -15,7 +15,7 @@ database similarities.
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
 
@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from hapref.data.benchmark import build_copy_benchmark
-from hapref.data.cache import config_key, data_root, source_digest
+from hapref.data.cache import config_key, data_root, load_cached, source_digest
 from hapref.data import augment as augment_module, views as views_module
 from hapref.data.views import s2vs_batch
 from hapref.features import PCAWhitening, load_backbone, pool_layers
@@ -35,6 +35,7 @@ from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.models.hapvr import VIDEO_LOSSES, build_hapvr_network, frame_ranking_loss, video_ranking_loss
 from hapref.similarity.network import VideoSimilarityNetwork, pad_videos
 from hapref.train.loop import TrainConfig
+from hapref.train.settings import override_all
 from hapref.utils import get_device
 
 LOSSES: tuple[str, ...] = VIDEO_LOSSES
@@ -118,6 +119,16 @@ class HAPVRData:
     relevance: Tensor        # [Q, M] bool (DSVR: near-duplicates and partial copies)
 
 
+def resolve_profile(profile: str | HAPVRProfile) -> tuple[str, HAPVRProfile]:
+    """``(cache name, settings)`` of a profile name or of an explicit (e.g. overridden) profile."""
+    if isinstance(profile, HAPVRProfile):
+        match = [name for name, p in PROFILES.items() if p == profile]
+        return (match[0] if match else f"{profile.benchmark}-custom"), profile
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {sorted(PROFILES)} or a HAPVRProfile, got {profile!r}")
+    return profile, PROFILES[profile]
+
+
 class FrameEncoder:
     """The frozen student/teacher features of frames: L3-iMAC regions ``[T, R, D]`` and a global ``[T, C]``."""
 
@@ -149,22 +160,18 @@ def training_clips(bench, profile: HAPVRProfile, clips: Tensor) -> Tensor:
 
 
 @lru_cache(maxsize=4)
-def prepare_data(profile: str, progress: bool = False) -> HAPVRData:
+def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRData:
     """The cached pool of augmented batches and the benchmark features of ``profile``, on disk and in memory."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
-    p = PROFILES[profile]
+    profile, p = resolve_profile(profile)
     bench = build_copy_benchmark(p.benchmark)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
     code = source_digest(backbones_module, pooling_module, augment_module, views_module, sys.modules[__name__])
     key = config_key({"hapvr": DATA_VERSION, "data": data_fields, "benchmark": bench.fingerprint()[:16],
                       "code": code})
     path = data_root() / "hapvr" / f"features-{profile}-{key}.pt"
-    if path.is_file():
-        try:
-            return HAPVRData(**torch.load(path, weights_only=True))
-        except Exception:       # a truncated or foreign file: regenerate it
-            path.unlink(missing_ok=True)
+    cached = load_cached(path)          # None when absent or damaged (then regenerated)
+    if cached is not None and set(cached) == {f.name for f in fields(HAPVRData)}:
+        return HAPVRData(**cached)
     encode = FrameEncoder(p, bench.config.frame_size)
     n_clips = min(p.train_clips, len(bench.train))
     regions, teacher, labels = [], [], []
@@ -201,18 +208,30 @@ def evaluate_scores(scores: Tensor, relevance: Tensor) -> dict[str, float]:
 class HAPVRTask:
     """A :class:`hapref.train.Task` for HAP-VR: batches of view pairs, the Eq. 15 loss, DSVR evaluation."""
 
-    def __init__(self, profile: str = "quick", variant: Variant = Variant(), seed: int = 0,
+    def __init__(self, profile: str | HAPVRProfile = "quick", variant: Variant = Variant(), seed: int = 0,
                  progress: bool = False) -> None:
-        if profile not in PROFILES:
-            raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
-        self.profile, self.variant, self.seed = PROFILES[profile], variant, seed
-        self.data = prepare_data(profile, progress)
+        self.profile, self.variant, self.seed = resolve_profile(profile)[1], variant, seed
+        self.data = prepare_data(profile if isinstance(profile, str) else self.profile, progress)
         self._fresh: tuple | None = None      # (benchmark, encoder, whitening) of the resample path, built lazily
         self.objective = HAPVRObjective(video_ranking_loss(variant.video_loss),
                                         frame_ranking_loss() if variant.frame_ap else None, variant.weights)
 
     def build_model(self) -> VideoSimilarityNetwork:
-        return build_hapvr_network(self.data.train.shape[-1], temporal_k=self.variant.temporal_k)
+        return build_hapvr_network(**self.model_spec()["kwargs"])
+
+    def run_settings(self) -> dict[str, Any]:
+        """Every resolved setting of the run (recorded in ``config.json``)."""
+        return {"profile": asdict(self.profile), "variant": asdict(self.variant)}
+
+    def model_spec(self) -> dict[str, Any]:
+        """The model's constructor and arguments, and the preprocessing of its inputs (:func:`hapref.train.load_run`)."""
+        return {"factory": "hapref.models.hapvr:build_hapvr_network",
+                "kwargs": {"dims": int(self.data.train.shape[-1]), "temporal_k": self.variant.temporal_k},
+                "preprocess": {"whitening": "hapref.features.whitening:PCAWhitening"}}
+
+    def preprocess(self) -> dict[str, nn.Module]:
+        """The PCA whitening fit on the training views: apply it to L3-iMAC regions of new videos."""
+        return {"whitening": PCAWhitening(**self.data.whitening)}
 
     def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
@@ -258,18 +277,20 @@ def untrained_scores(profile: str, measure: str = "chamfer", k: float = 0.0) -> 
         return net.score(d.queries, d.database, d.query_valid, d.database_valid)
 
 
-def config_for(profile: str, seed: int = 0, **overrides: Any) -> TrainConfig:
+def config_for(profile: str | HAPVRProfile, seed: int = 0, **overrides: Any) -> TrainConfig:
     """The :class:`TrainConfig` of ``profile`` (AdamW, warm-up + cosine, wd 0.01 as HAP-VR §4.1)."""
-    p = PROFILES[profile]
+    p = resolve_profile(profile)[1]
     return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=p.weight_decay, warmup_steps=p.warmup_steps,
                                eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
 
 
-def build(profile: str, loss: str, seed: int, progress: bool = True) -> tuple[HAPVRTask, TrainConfig]:
-    """The HAP-VR task and training config for ``python -m hapref.train hapvr``."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
-    return HAPVRTask(profile, Variant(video_loss=loss), seed, progress=progress), config_for(profile, seed)
+def build(profile: str, loss: str, seed: int, progress: bool = True,
+          overrides: dict[str, str] | None = None) -> tuple[HAPVRTask, TrainConfig]:
+    """The HAP-VR task and training config for ``python -m hapref.train hapvr``; ``overrides`` (``--set``) may
+    change any field of the profile, of :class:`Variant` or of the :class:`TrainConfig`."""
+    p = resolve_profile(profile)[1]
+    config, p, variant = override_all([config_for(p, seed), p, Variant(video_loss=loss)], overrides or {})
+    return HAPVRTask(p, variant, seed, progress=progress), config
 
 
 def summary_line(metrics: dict[str, float]) -> str:

@@ -6,9 +6,14 @@ does the rest: AdamW, linear warm-up + cosine schedule (the S2VS/HAP-VR schedule
 
 from __future__ import annotations
 
+import importlib
+import io
 import json
 import math
 import random
+import shutil
+import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -18,17 +23,31 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from hapref.files import atomic_torch_save, atomic_write_bytes
+from hapref.files import atomic_write_bytes
 from hapref.utils import get_device, seed_everything
 
 CHECKPOINT = "checkpoint.pt"
 CONFIG = "config.json"
 METRICS = "metrics.json"
+LOG = "log.jsonl"
+RUN_FORMAT = 1
 
 
 @dataclass
 class TrainConfig:
-    """Optimisation settings of one run (HAP-VR §4.1: AdamW + warm-up + cosine annealing)."""
+    """Optimisation settings of one run (HAP-VR §4.1: AdamW + warm-up + cosine annealing).
+
+    ``checkpoint_every`` steps (``None``: a tenth of the run) and at least every ``checkpoint_minutes`` a
+    checkpoint is written when :func:`fit` has an output folder, so a killed run resumes where it stopped.
+
+    Examples:
+        >>> TrainConfig(steps=100).checkpoint_interval()
+        10
+        >>> TrainConfig(steps=10, grad_clip=-1.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: grad_clip must be a positive number or None (no clipping), got -1.0
+    """
 
     steps: int
     lr: float = 1e-4
@@ -39,21 +58,57 @@ class TrainConfig:
     amp: bool = True
     grad_clip: float | None = None
     device: str | None = None
+    checkpoint_every: int | None = None
+    checkpoint_minutes: float = 5.0
 
     def __post_init__(self) -> None:
-        if self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
-        if not 0 <= self.warmup_steps <= self.steps:
+        def whole(name: str, low: int) -> None:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+        def number(name: str) -> float:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+            return float(value)
+
+        whole("steps", 1)
+        whole("seed", 0)
+        whole("eval_every", 0)
+        whole("warmup_steps", 0)
+        if self.warmup_steps > self.steps:
             raise ValueError(f"warmup_steps must lie in [0, steps={self.steps}], got {self.warmup_steps}")
-        if self.eval_every < 0:
-            raise ValueError(f"eval_every must be >= 0 (0 = only at the end), got {self.eval_every}")
-        if self.lr <= 0:
+        if number("lr") <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if number("weight_decay") < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if self.grad_clip is not None and (isinstance(self.grad_clip, bool) or number("grad_clip") <= 0):
+            raise ValueError(f"grad_clip must be a positive number or None (no clipping), got {self.grad_clip}")
+        if not isinstance(self.amp, bool):
+            raise ValueError(f"amp must be a bool, got {self.amp!r}")
+        if self.device is not None and not isinstance(self.device, str):
+            raise ValueError(f"device must be a string such as 'cpu' or 'cuda:0', or None, got {self.device!r}")
+        if self.checkpoint_every is not None:
+            whole("checkpoint_every", 1)
+        if number("checkpoint_minutes") <= 0:
+            raise ValueError(f"checkpoint_minutes must be > 0, got {self.checkpoint_minutes}")
+
+    def checkpoint_interval(self) -> int:
+        """Steps between periodic checkpoints (``checkpoint_every``, or a tenth of the run)."""
+        return self.checkpoint_every or max(1, self.steps // 10)
 
 
 @runtime_checkable
 class Task(Protocol):
-    """What a pipeline plugs into :func:`fit`."""
+    """What a pipeline plugs into :func:`fit`.
+
+    Optional hooks, used when present: ``run_settings() -> dict`` (every resolved setting, recorded in
+    ``config.json``), ``model_spec() -> {"factory": "hapref.<module>:<name>", "kwargs": {...}, "preprocess":
+    {name: "hapref.<module>:<Class>"}}`` (what :func:`load_run` rebuilds), ``preprocess() -> {name: module}``
+    (saved with the checkpoint; each module is rebuilt as ``Class(**state_dict)``), and
+    ``state_dict()`` / ``load_state_dict(state)`` for state the task itself changes while training.
+    """
 
     def build_model(self) -> nn.Module:
         """A freshly initialised model (called after seeding)."""
@@ -114,9 +169,61 @@ def _save_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, json.dumps(obj, indent=2, sort_keys=True).encode())
 
 
+def _save_state(state: dict[str, Any], path: Path) -> None:
+    """Serialise in memory, then write through a temporary file that is fsynced and renamed (atomic)."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def _remove_partial_saves(out: Path) -> list[str]:
+    """Delete the temporary files/folders an interrupted atomic save left in ``out`` (``.<name>.*.tmp``)."""
+    removed = []
+    for leftover in out.glob(".*.tmp"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+        removed.append(leftover.name)
+    return removed
+
+
+def read_json(path: str | Path) -> dict[str, Any]:
+    """A run's JSON file; a ValueError naming the path when it is missing, truncated or not an object.
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = (Path(d) / "config.json").write_text("{broken")
+        ...     read_json(Path(d) / "config.json")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: .../config.json is not a readable run file (JSONDecodeError); delete the run folder or train again with --force
+    """
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not a readable run file ({type(err).__name__}); delete the run folder or "
+                         f"train again with --force") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} must hold a JSON object, got {type(value).__name__}")
+    return value
+
+
 def load_checkpoint(out_dir: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """The plain state-dict checkpoint that :func:`fit` wrote to ``out_dir`` (loaded with ``weights_only=True``)."""
-    return torch.load(Path(out_dir) / CHECKPOINT, map_location=map_location, weights_only=True)
+    """The plain state-dict checkpoint that :func:`fit` wrote to ``out_dir`` (loaded with ``weights_only=True``).
+
+    A missing or damaged file raises a ValueError that names it.
+    """
+    path = Path(out_dir) / CHECKPOINT
+    if not path.is_file():
+        raise ValueError(f"no checkpoint at {path}")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # truncated zip, foreign pickle, ...: report the file, never the unsafe loader
+        raise ValueError(f"{path} is not a readable hapref checkpoint ({type(err).__name__}); delete it and train "
+                         f"again (--force), or restore it from a copy") from None
 
 
 def _evaluate(task: Task, model: nn.Module) -> dict[str, float]:
@@ -127,18 +234,65 @@ def _evaluate(task: Task, model: nn.Module) -> dict[str, float]:
     return metrics
 
 
+def _differences(saved: Any, new: Any, prefix: str = "") -> list[str]:
+    """Human-readable ``key: saved -> new`` lines of two JSON-like values."""
+    if isinstance(saved, dict) and isinstance(new, dict):
+        out = []
+        for key in sorted(set(saved) | set(new), key=str):
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if key not in saved or key not in new:
+                out.append(f"{name}: {saved.get(key, '<absent>')!r} -> {new.get(key, '<absent>')!r}")
+            else:
+                out += _differences(saved[key], new[key], name)
+        return out
+    return [] if saved == new else [f"{prefix}: {saved!r} -> {new!r}"]
+
+
+def run_record(task: Task, config: TrainConfig, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``config.json`` of a run: ``run`` (pipeline, profile, loss, seed), world size, version, every setting.
+
+    ``settings`` and ``model`` come from the task's optional ``run_settings()`` and ``model_spec()`` hooks.
+    """
+    from hapref import __version__
+    from hapref.distributed import get_world_size
+
+    record: dict[str, Any] = dict(run or {})
+    record.update({"format": RUN_FORMAT, "hapref_version": __version__, "world_size": get_world_size(),
+                   "train": asdict(config)})
+    if hasattr(task, "run_settings"):
+        record["settings"] = task.run_settings()
+    if hasattr(task, "model_spec"):
+        record["model"] = task.model_spec()
+    return json.loads(json.dumps(record))  # tuples -> lists, exactly what the file will hold
+
+
+def check_resumable(saved: dict[str, Any], new: dict[str, Any], path: Path) -> None:
+    """Refuse to continue a run whose identity differs (everything but the world size and the version)."""
+    ignore = {"world_size", "hapref_version"}
+    diffs = _differences({k: v for k, v in saved.items() if k not in ignore},
+                         {k: v for k, v in new.items() if k not in ignore})
+    if diffs:
+        raise ValueError(f"cannot resume the run in {path.parent}: it was started with other settings "
+                         f"({'; '.join(diffs)}); use another --out, or --force to start it again")
+
+
 def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resume: bool = False,
-        progress: bool = True) -> TrainResult:
+        progress: bool = True, run: dict[str, Any] | None = None, force: bool = False) -> TrainResult:
     """Train ``task`` for ``config.steps`` AdamW steps; evaluate every ``eval_every`` steps and at the end.
 
-    With ``out_dir`` a checkpoint (model, optimiser, scheduler, AMP scaler, RNG states, step, history)
-    is written atomically at every evaluation and at the end, next to ``config.json``. With ``resume``
-    the run continues from that checkpoint and reaches the same weights as an uninterrupted run.
+    With ``out_dir``: ``config.json`` (:func:`run_record`), a checkpoint (model, optimiser, scheduler, AMP
+    scaler, RNG states, step, history, the task's own state and its ``preprocess()`` modules) written
+    atomically every :meth:`TrainConfig.checkpoint_interval` steps, at least every ``checkpoint_minutes``, at
+    every evaluation and at the end; ``log.jsonl`` (one line per step and evaluation) and ``metrics.json``.
+    With ``resume`` the run continues from the checkpoint and reaches the same weights, bit for bit, as an
+    uninterrupted run; a run folder that already holds a checkpoint is only restarted with ``force``.
     """
     if not isinstance(task, Task):
         raise ValueError(f"task must implement build_model/batch/loss/evaluate, got {type(task).__name__}")
     if resume and out_dir is None:
         raise ValueError("resume=True needs out_dir (the folder holding the checkpoint)")
+    if resume and force:
+        raise ValueError("resume and force exclude each other: resume continues the run, force starts it again")
     device = get_device(config.device)
     use_amp = config.amp and device.type == "cuda"
     seed_everything(config.seed)
@@ -154,64 +308,127 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     start = 0
 
     out = Path(out_dir) if out_dir is not None else None
+    log = None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
+        _remove_partial_saves(out)
+        record = run_record(task, config, run)
         saved_config = out / CONFIG
+        has_run = (out / CHECKPOINT).exists() or (out / METRICS).exists()
         if resume and (out / CHECKPOINT).exists():
-            if json.loads(saved_config.read_text())["train"] != asdict(config):
-                raise ValueError(f"cannot resume: {saved_config} was written with a different TrainConfig")
+            check_resumable(read_json(saved_config), record, saved_config)
             state = load_checkpoint(out, map_location=device)
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             scheduler.load_state_dict(state["scheduler"])
             scaler.load_state_dict(state["scaler"])
+            if state.get("task") is not None and hasattr(task, "load_state_dict"):
+                task.load_state_dict(state["task"])
             _set_rng_state(state["rng"])
             history, start = list(state["history"]), int(state["step"])
         else:
-            _save_json(saved_config, {"train": asdict(config)})
+            if has_run and not force:
+                raise ValueError(f"{out} already holds a run ({'finished' if (out / METRICS).exists() else 'started'}"
+                                 f"); pass --resume to continue it or --force to overwrite it")
+            if resume:
+                warnings.warn(f"no checkpoint in {out}: the run starts from step 0", stacklevel=2)
+            for name in (CHECKPOINT, METRICS, LOG):
+                (out / name).unlink(missing_ok=True)
+            _save_json(saved_config, record)
+        log = (out / LOG).open("w")
+        for entry in history:
+            log.write(json.dumps(entry) + "\n")
+        log.flush()
 
     def checkpoint(step: int) -> None:
         if out is None:
             return
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
-                 "rng": _rng_state(), "step": step, "history": history}
-        atomic_torch_save(state, out / CHECKPOINT)
+                 "rng": _rng_state(), "step": step, "history": history,
+                 "task": task.state_dict() if hasattr(task, "state_dict") else None,
+                 "preprocess": {k: v.state_dict() for k, v in task.preprocess().items()}
+                 if hasattr(task, "preprocess") else {}}
+        _save_state(state, out / CHECKPOINT)
 
     metrics: dict[str, float] = {}
+    interval, last_save = config.checkpoint_interval(), time.monotonic()
     bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress,
                desc="train", dynamic_ncols=True)
-    for step in bar:
-        batch = task.batch(step, device)
-        with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=use_amp):
-            terms = task.loss(model, batch)
-        if "loss" not in terms:
-            raise ValueError(f"task.loss must return a dict with key 'loss', got keys {sorted(terms)}")
-        loss = terms["loss"].float()
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"non-finite loss {loss.item()} at step {step}")
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        if config.grad_clip is not None:
-            scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
-        scaler.step(optimizer)
-        scaler.update()
-        entry = {"step": step + 1, "lr": optimizer.param_groups[0]["lr"]}
-        entry.update({k: float(v.detach()) for k, v in terms.items()})
-        scheduler.step()
-        done = step + 1
-        if done == config.steps or (config.eval_every and done % config.eval_every == 0):
-            metrics = _evaluate(task, model)
-            entry.update(metrics)
+    try:
+        for step in bar:
+            batch = task.batch(step, device)
+            with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=use_amp):
+                terms = task.loss(model, batch)
+            if "loss" not in terms:
+                raise ValueError(f"task.loss must return a dict with key 'loss', got keys {sorted(terms)}")
+            loss = terms["loss"].float()
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"non-finite loss {loss.item()} at step {step}")
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            if config.grad_clip is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            entry = {"step": step + 1, "lr": optimizer.param_groups[0]["lr"]}
+            entry.update({k: float(v.detach()) for k, v in terms.items()})
+            scheduler.step()
+            done = step + 1
+            evaluated = done == config.steps or (config.eval_every and done % config.eval_every == 0)
+            if evaluated:
+                metrics = _evaluate(task, model)
+                entry.update(metrics)
             history.append(entry)
-            checkpoint(done)
-        else:
-            history.append(entry)
-        bar.set_postfix(loss=f"{entry['loss']:.4f}", refresh=False)
-    bar.close()
+            if log is not None:
+                log.write(json.dumps(entry) + "\n")
+                log.flush()
+            if evaluated or done % interval == 0 or time.monotonic() - last_save > 60 * config.checkpoint_minutes:
+                checkpoint(done)
+                last_save = time.monotonic()
+            bar.set_postfix(loss=f"{entry['loss']:.4f}", refresh=False)
+    finally:
+        bar.close()
+        if log is not None:
+            log.close()
     if not metrics:  # resumed from the final checkpoint: nothing left to train
         metrics = _evaluate(task, model)
     if out is not None:
         _save_json(out / METRICS, metrics)
     return TrainResult(model=model, history=history, metrics=metrics)
+
+
+def _import_factory(path: str) -> Any:
+    """``"hapref.module:function"`` -> the callable (only hapref's own constructors are accepted)."""
+    module_name, _, attr = path.partition(":")
+    if not module_name.startswith("hapref.") or not attr or not attr.isidentifier():
+        raise ValueError(f"model factory must be 'hapref.<module>:<name>', got {path!r}")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def load_run(path: str | Path, map_location: str | torch.device = "cpu") -> tuple[nn.Module, dict[str, Any]]:
+    """The trained model of a run folder, in eval mode, and its ``config.json`` (one call; no training data needed).
+
+    The model is rebuilt from the recorded constructor (``config["model"]``: factory and keyword arguments)
+    and loaded from ``checkpoint.pt`` with ``weights_only=True``. ``config["preprocess"]`` holds the modules
+    to apply to new inputs before the model, rebuilt from the checkpoint (e.g. ``"whitening"``, the
+    :class:`~hapref.features.PCAWhitening` the model was trained behind).
+    """
+    folder = Path(path)
+    config = read_json(folder / CONFIG)
+    spec = config.get("model")
+    if not isinstance(spec, dict) or "factory" not in spec:
+        raise ValueError(f"{folder / CONFIG} records no model constructor (written by an older hapref or by "
+                         f"fit() on a task without model_spec())")
+    model = _import_factory(spec["factory"])(**spec.get("kwargs", {}))
+    state = load_checkpoint(folder, map_location=map_location)
+    model.load_state_dict(state["model"])
+    preprocess = {}
+    for name, tensors in state.get("preprocess", {}).items():
+        factory = (spec.get("preprocess") or {}).get(name)
+        if factory is None:
+            raise ValueError(f"{folder / CONFIG} lacks the constructor of the checkpoint's {name!r} module")
+        preprocess[name] = _import_factory(factory)(**tensors).eval()
+    config["preprocess"] = preprocess
+    return model.eval(), config

@@ -11,6 +11,7 @@ against the train split.
 from __future__ import annotations
 
 import functools
+import json
 
 import torch
 from torch import Tensor, nn
@@ -22,6 +23,7 @@ from hapref.losses.radial import (Quadruplet1Loss, Quadruplet2Loss, QuadletLoss,
 from hapref.metrics import mean_average_precision, ndcg, quadlet_precision, triplet_precision
 from hapref.models.radial import QuadletVideoNet
 from hapref.train.loop import TrainConfig
+from hapref.train.settings import override_all
 
 __all__ = ["DEFAULT_LOSS", "LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "extract_finegrained_features",
            "finegrained_features", "make_loss", "order_metrics", "summary_line"]
@@ -54,10 +56,19 @@ def finegrained_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit
     return extract_finegrained_features(settings["data"], settings["backbone"], data_seed)
 
 
-def _profile(profile: str) -> dict:
+def _profile(profile: str | dict) -> dict:
+    if isinstance(profile, dict):
+        return profile
     if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
+        raise ValueError(f"profile must be one of {tuple(PROFILES)} or a settings dict, got {profile!r}")
     return PROFILES[profile]
+
+
+@functools.lru_cache(maxsize=4)
+def _features(data_and_backbone: str) -> tuple[FeatureSplit, FeatureSplit]:
+    settings = json.loads(data_and_backbone)
+    settings["data"]["frames"] = tuple(settings["data"]["frames"])
+    return extract_finegrained_features(settings["data"], settings["backbone"])
 
 
 def make_loss(loss: str) -> nn.Module:
@@ -97,17 +108,31 @@ def order_metrics(train_emb: Tensor, test_emb: Tensor, train: FeatureSplit, test
 class RadialTask:
     """The :class:`hapref.train.loop.Task` of the Radial pipeline (one loss, one seed)."""
 
-    def __init__(self, profile: str, loss: str, seed: int = 0) -> None:
+    def __init__(self, profile: str | dict, loss: str, seed: int = 0) -> None:
         self.settings = _profile(profile)
         self.loss_name, self.seed = loss, seed
         self.criterion = make_loss(loss)
-        self.train_split, self.test_split = finegrained_features(profile)
+        if isinstance(profile, str):
+            self.train_split, self.test_split = finegrained_features(profile)
+        else:
+            key = {k: self.settings[k] for k in ("data", "backbone")}
+            self.train_split, self.test_split = _features(json.dumps(key, sort_keys=True))
         self.eval_quadlets = sample_quadlets(self.test_split.classes, self.test_split.subclasses,
                                              self.settings["eval_quadlets"], torch.Generator().manual_seed(12345))
 
     def build_model(self) -> nn.Module:
-        return QuadletVideoNet(self.train_split.features.shape[-1], fc_dim=self.settings["fc_dim"],
-                               hidden_dim=self.settings["hidden_dim"])
+        return QuadletVideoNet(**self.model_spec()["kwargs"])
+
+    def run_settings(self) -> dict:
+        """Every resolved setting of the run (recorded in ``config.json``)."""
+        return {"profile": self.settings, "loss": self.loss_name}
+
+    def model_spec(self) -> dict:
+        """The model's constructor and arguments (:func:`hapref.train.load_run`); inputs are frame features of the
+        profile's ``backbone``."""
+        return {"factory": "hapref.models.radial:QuadletVideoNet",
+                "kwargs": {"feature_dim": int(self.train_split.features.shape[-1]),
+                           "fc_dim": self.settings["fc_dim"], "hidden_dim": self.settings["hidden_dim"]}}
 
     def batch(self, step: int, device: torch.device) -> tuple[Tensor, Tensor, int]:
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
@@ -129,15 +154,20 @@ class RadialTask:
                              self.train_split, self.test_split, self.eval_quadlets)
 
 
-def build(profile: str, loss: str, seed: int, progress: bool = True) -> tuple[RadialTask, TrainConfig]:
+def build(profile: str, loss: str, seed: int, progress: bool = True,
+          overrides: dict[str, str] | None = None) -> tuple[RadialTask, TrainConfig]:
     """The task and optimisation settings of one run (registry contract of :mod:`hapref.train`).
 
+    ``overrides`` (``--set``) change profile keys (``data.size`` for nested ones) or :class:`TrainConfig` fields.
     ``progress`` is part of that contract; the few seconds of feature extraction here show no bar.
     """
-    task = RadialTask(profile, loss, seed)
-    settings = task.settings
-    return task, TrainConfig(steps=settings["steps"], lr=settings["lr"], weight_decay=1e-4,
-                             warmup_steps=settings["steps"] // 10, seed=seed)
+    settings = _profile(profile)
+    config = TrainConfig(steps=settings["steps"], lr=settings["lr"], weight_decay=1e-4,
+                         warmup_steps=settings["steps"] // 10, seed=seed)
+    if overrides:
+        config, settings = override_all([config, settings], overrides)
+        return RadialTask(settings, loss, seed), config
+    return RadialTask(profile, loss, seed), config
 
 
 def summary_line(metrics: dict[str, float]) -> str:

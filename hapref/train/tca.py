@@ -16,7 +16,7 @@ and μAP for TCA_c (cosine of video embeddings), TCA_f (Chamfer of frame embeddi
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
 
@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from hapref.data.benchmark import build_copy_benchmark
-from hapref.data.cache import config_key, data_root, source_digest
+from hapref.data.cache import config_key, data_root, load_cached, source_digest
 from hapref.features import PCAWhitening, load_backbone, pool_layers
 from hapref.features import backbones as backbones_module, pooling as pooling_module
 from hapref.files import atomic_torch_save
@@ -39,6 +39,7 @@ from hapref.data import views as views_module
 from hapref.data.views import make_views
 from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.train.loop import TrainConfig
+from hapref.train.settings import override_all
 from hapref.utils import get_device
 from hapref.validation import renamed_keywords
 
@@ -47,7 +48,7 @@ LOSSES: tuple[str, ...] = ("infonce", "circle", "triplet")
 DEFAULT_LOSS = "circle"
 POOLINGS: tuple[str, ...] = ("l3irmac", "imac")
 MEASURES: tuple[str, ...] = ("cosine", "chamfer", "symmetric_chamfer")
-DATA_VERSION = 2
+DATA_VERSION = 3
 DATA_FIELDS = ("benchmark", "train_clips", "distractor_clips", "frames", "stride", "eval_stride", "strong_views",
                "whiten_dim", "backbone")
 
@@ -137,6 +138,7 @@ class TCAData:
 
     train: Tensor            # [C, V, T, D] every view of every training clip
     distractors: Tensor      # [Cd, T, D] weak view of every distractor clip (bank negatives)
+    whitening: dict          # state dict of the PCAWhitening fit on the training views
     queries: Tensor          # [Q, Tq, D]
     query_valid: Tensor       # [Q, Tq]
     database: Tensor         # [M, Tm, D]
@@ -145,24 +147,20 @@ class TCAData:
 
 
 @lru_cache(maxsize=4)
-def prepare_data(profile: str, pooling: str = "l3irmac", progress: bool = False) -> TCAData:
+def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: bool = False) -> TCAData:
     """Frame descriptors (``pooling`` of TCA Eq. 1) of the training views and of the benchmark, cached on disk."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
+    profile, p = resolve_profile(profile)
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-    p = PROFILES[profile]
     bench = build_copy_benchmark(p.benchmark)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
     code = source_digest(backbones_module, pooling_module, views_module, sys.modules[__name__])
     key = config_key({"tca": DATA_VERSION, "data": data_fields, "pooling": pooling,
                       "benchmark": bench.fingerprint()[:16], "code": code})
     path = data_root() / "tca" / f"features-{profile}-{pooling}-{key}.pt"
-    if path.is_file():
-        try:
-            return TCAData(**torch.load(path, weights_only=True))
-        except (RuntimeError, EOFError, KeyError, TypeError):
-            path.unlink(missing_ok=True)
+    cached = load_cached(path)          # None when absent or damaged (then regenerated)
+    if cached is not None and set(cached) == {f.name for f in fields(TCAData)}:
+        return TCAData(**cached)
     backbone = load_backbone(p.backbone, image_size=bench.config.frame_size).to(get_device())
 
     def encode(frames: Tensor) -> Tensor:
@@ -186,11 +184,22 @@ def prepare_data(profile: str, pooling: str = "l3irmac", progress: bool = False)
 
     queries, query_valid = eval_features(bench.queries.videos)
     database, database_valid = eval_features(bench.database.videos)
-    data = TCAData(train=whitening(raw), distractors=whitening(torch.stack(distractors)[:, 0]), queries=queries,
+    data = TCAData(train=whitening(raw), distractors=whitening(torch.stack(distractors)[:, 0]),
+                   whitening={k: v.clone() for k, v in whitening.state_dict().items()}, queries=queries,
                    query_valid=query_valid, database=database,
                    database_valid=database_valid, relevance=bench.relevance("DSVR"))
     atomic_torch_save(asdict(data), path)
     return data
+
+
+def resolve_profile(profile: str | TCAProfile) -> tuple[str, TCAProfile]:
+    """``(cache name, settings)`` of a profile name or of an explicit (e.g. overridden) profile."""
+    if isinstance(profile, TCAProfile):
+        match = [name for name, p in PROFILES.items() if p == profile]
+        return (match[0] if match else f"{profile.benchmark}-custom"), profile
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {sorted(PROFILES)} or a TCAProfile, got {profile!r}")
+    return profile, PROFILES[profile]
 
 
 def evaluate_scores(scores: Tensor, relevance: Tensor) -> dict[str, float]:
@@ -254,24 +263,50 @@ class AggregatorWithBank(nn.Module):
         return self.aggregator.frame_embeddings(features, valid)
 
 
+def build_model(dim: int, nhead: int, dim_feedforward: int, dropout: float, bank_size: int,
+                aggregator: str = "transformer", momentum: float = 0.0) -> AggregatorWithBank:
+    """An aggregator of ``dim``-d frame descriptors (TCA §3.2; one Transformer layer by default), its memory bank
+    of ``bank_size`` keys and, with ``momentum`` > 0, a momentum key encoder (TCA Table 1e).
+
+    Examples:
+        >>> model = build_model(16, 4, 32, 0.5, bank_size=8)
+        >>> model.eval()(torch.randn(2, 5, 16)).shape, model.bank.size
+        (torch.Size([2, 16]), 8)
+    """
+    net = build_aggregator(aggregator, dim, nhead, dim_feedforward, dropout)
+    key_encoder = MomentumEncoder(net, momentum) if momentum > 0 else None
+    return AggregatorWithBank(net, MemoryBank(bank_size, dim) if bank_size > 0 else None, key_encoder)
+
+
 class TCATask:
     """A :class:`hapref.train.Task` for TCA: view pairs, a memory-bank contrastive loss, DSVR evaluation."""
 
-    def __init__(self, profile: str = "quick", variant: Variant = Variant(), seed: int = 0,
+    def __init__(self, profile: str | TCAProfile = "quick", variant: Variant = Variant(), seed: int = 0,
                  progress: bool = False) -> None:
-        if profile not in PROFILES:
-            raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
-        self.profile, self.variant, self.seed = PROFILES[profile], variant, seed
-        self.data = prepare_data(profile, variant.pooling, progress)
+        self.profile, self.variant, self.seed = resolve_profile(profile)[1], variant, seed
+        self.data = prepare_data(profile if isinstance(profile, str) else self.profile, variant.pooling, progress)
         self.criterion = contrastive_loss(variant.loss, variant.temperature, variant.m, variant.gamma, variant.margin)
         self.bank_size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
 
-    def build_model(self) -> "AggregatorWithBank":
-        p, dim = self.profile, self.data.train.shape[-1]
-        aggregator = build_aggregator(self.variant.aggregator, dim, p.nhead, p.dim_feedforward, p.dropout)
-        key_encoder = MomentumEncoder(aggregator, self.variant.momentum) if self.variant.momentum > 0 else None
-        return AggregatorWithBank(aggregator, MemoryBank(self.bank_size, dim) if self.bank_size > 0 else None,
-                                  key_encoder)
+    def build_model(self) -> AggregatorWithBank:
+        return build_model(**self.model_spec()["kwargs"])
+
+    def run_settings(self) -> dict[str, Any]:
+        """Every resolved setting of the run (recorded in ``config.json``)."""
+        return {"profile": asdict(self.profile), "variant": asdict(self.variant), "bank_size": self.bank_size}
+
+    def model_spec(self) -> dict[str, Any]:
+        """The model's constructor and arguments, and the preprocessing of its inputs (:func:`hapref.train.load_run`)."""
+        p, v = self.profile, self.variant
+        return {"factory": "hapref.train.tca:build_model",
+                "kwargs": {"dim": int(self.data.train.shape[-1]), "nhead": p.nhead, "dim_feedforward": p.dim_feedforward,
+                           "dropout": p.dropout, "bank_size": self.bank_size, "aggregator": v.aggregator,
+                           "momentum": v.momentum},
+                "preprocess": {"whitening": "hapref.features.whitening:PCAWhitening"}}
+
+    def preprocess(self) -> dict[str, nn.Module]:
+        """The PCA whitening fit on the training views: apply it to the frame descriptors of new videos."""
+        return {"whitening": PCAWhitening(**self.data.whitening)}
 
     def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
@@ -323,18 +358,20 @@ class TCATask:
         return out
 
 
-def config_for(profile: str, seed: int = 0, **overrides: Any) -> TrainConfig:
+def config_for(profile: str | TCAProfile, seed: int = 0, **overrides: Any) -> TrainConfig:
     """The :class:`TrainConfig` of ``profile`` (Adam-style with small weight decay, warm-up + cosine as TCA §4.1)."""
-    p = PROFILES[profile]
+    p = resolve_profile(profile)[1]
     return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=p.weight_decay, warmup_steps=p.warmup_steps,
                                eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
 
 
-def build(profile: str, loss: str, seed: int, progress: bool = True) -> tuple[TCATask, TrainConfig]:
-    """The TCA task and training config for ``python -m hapref.train tca``."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
-    return TCATask(profile, Variant(loss=loss), seed, progress=progress), config_for(profile, seed)
+def build(profile: str, loss: str, seed: int, progress: bool = True,
+          overrides: dict[str, str] | None = None) -> tuple[TCATask, TrainConfig]:
+    """The TCA task and training config for ``python -m hapref.train tca``; ``overrides`` (``--set``) may change
+    any field of the profile, of :class:`Variant` or of the :class:`TrainConfig`."""
+    p = resolve_profile(profile)[1]
+    config, p, variant = override_all([config_for(p, seed), p, Variant(loss=loss)], overrides or {})
+    return TCATask(p, variant, seed, progress=progress), config
 
 
 def summary_line(metrics: dict[str, float]) -> str:
