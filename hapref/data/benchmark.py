@@ -181,7 +181,8 @@ class TrainClips(Dataset):
     Item ``i`` is uint8 ``[train_frames, S, S, 3]``; with probability 0.3 the clip cuts to a second photo.
 
     Examples:
-        >>> config = BenchmarkConfig(frame_size=32, num_frames=8, num_query_scenes=1, copies_per_query=1, same_scene_per_query=1, num_distractors=1, num_train_clips=2, train_frames=8)
+        >>> config = BenchmarkConfig(frame_size=32, num_frames=8, num_query_scenes=1, copies_per_query=1,
+        ...                          same_scene_per_query=1, num_distractors=1, num_train_clips=2, train_frames=8)
         >>> clips = generate_copy_benchmark(config).train
         >>> len(clips), clips[0].dtype, tuple(clips[0].shape)
         (2, torch.uint8, (8, 32, 32, 3))
@@ -219,7 +220,8 @@ class CopyBenchmark:
     edit family and the list of transformations with their parameters}; ``path`` of the cache file (or None).
 
     Examples:
-        >>> config = BenchmarkConfig(frame_size=32, num_frames=8, num_query_scenes=1, copies_per_query=1, same_scene_per_query=1, num_distractors=1, num_train_clips=2, train_frames=8)
+        >>> config = BenchmarkConfig(frame_size=32, num_frames=8, num_query_scenes=1, copies_per_query=1,
+        ...                          same_scene_per_query=1, num_distractors=1, num_train_clips=2, train_frames=8)
         >>> bench = generate_copy_benchmark(config)
         >>> bench.levels, bench.relevance("DSVR"), bench.relevance("CSVR")
         (tensor([[3, 1, 0]], dtype=torch.int8), tensor([[ True, False, False]]), tensor([[ True,  True, False]]))
@@ -303,7 +305,8 @@ def generate_copy_benchmark(config: BenchmarkConfig) -> CopyBenchmark:
     """Generate the benchmark for ``config`` in memory (deterministic: same config -> same bytes).
 
     Examples:
-        >>> config = BenchmarkConfig(frame_size=32, num_frames=8, num_query_scenes=1, copies_per_query=1, same_scene_per_query=1, num_distractors=1, num_train_clips=2, train_frames=8)
+        >>> config = BenchmarkConfig(frame_size=32, num_frames=8, num_query_scenes=1, copies_per_query=1,
+        ...                          same_scene_per_query=1, num_distractors=1, num_train_clips=2, train_frames=8)
         >>> bench = generate_copy_benchmark(config)
         >>> [bench.info[i]["role"] for i in bench.database.ids]
         ['copy', 'same_scene', 'distractor']
@@ -397,7 +400,8 @@ def build_copy_benchmark(profile: str = "quick", seed: int = 0, root: str | os.P
     else generated and written atomically. ``overrides`` replace single :class:`BenchmarkConfig` fields.
 
     Examples:
-        >>> bench = build_copy_benchmark("smoke", cache=False, num_query_scenes=1, copies_per_query=1, num_distractors=1, frame_size=32)
+        >>> bench = build_copy_benchmark("smoke", cache=False, num_query_scenes=1, copies_per_query=1,
+        ...                              num_distractors=1, frame_size=32)
         >>> len(bench.queries), len(bench.database), bench.levels.shape
         (1, 3, torch.Size([1, 3]))
         >>> bench.queries[0]["frames"].dtype, tuple(bench.queries[0]["frames"].shape)

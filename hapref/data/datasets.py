@@ -13,7 +13,8 @@ class VideoDataset(Dataset):
     """Videos in memory: item ``i`` is ``{"id": str, "index": i, "frames": uint8 [T, H, W, 3]}``.
 
     Examples:
-        >>> data = VideoDataset(["a", "b"], [torch.zeros(3, 8, 8, 3, dtype=torch.uint8), torch.zeros(5, 8, 8, 3, dtype=torch.uint8)])
+        >>> data = VideoDataset(["a", "b"], [torch.zeros(3, 8, 8, 3, dtype=torch.uint8),
+        ...                                  torch.zeros(5, 8, 8, 3, dtype=torch.uint8)])
         >>> len(data), data[1]["id"], data[1]["frames"].shape
         (2, 'b', torch.Size([5, 8, 8, 3]))
     """
@@ -45,7 +46,8 @@ def collate_videos(batch: Sequence[dict]) -> dict:
     (True on real frames), ``ids`` and ``index`` lists. Works for pixels and for per-frame features alike.
 
     Examples:
-        >>> batch = collate_videos([{"id": "a", "index": 0, "frames": torch.ones(2, 4, 4, 3)}, {"id": "b", "index": 1, "frames": torch.ones(3, 4, 4, 3)}])
+        >>> batch = collate_videos([{"id": "a", "index": 0, "frames": torch.ones(2, 4, 4, 3)},
+        ...                         {"id": "b", "index": 1, "frames": torch.ones(3, 4, 4, 3)}])
         >>> batch["frames"].shape, batch["valid"]
         (torch.Size([2, 3, 4, 4, 3]), tensor([[ True,  True, False],
                 [ True,  True,  True]]))

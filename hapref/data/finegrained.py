@@ -40,7 +40,8 @@ class FineGrainedVideos:
     """Variable-length videos (uint8 ``[T_k, S, S, 3]``) with class and global sub-class labels ``[N]``.
 
     Examples:
-        >>> train, _ = make_finegrained_videos(num_classes=2, subclasses_per_class=2, train_per_subclass=2, test_per_subclass=2, frames=(4, 6), size=16)
+        >>> train, _ = make_finegrained_videos(num_classes=2, subclasses_per_class=2, train_per_subclass=2,
+        ...                                   test_per_subclass=2, frames=(4, 6), size=16)
         >>> train.class_names[:1], len(train.subclass_names)
         (('astronaut',), 4)
     """
@@ -82,7 +83,8 @@ def make_finegrained_videos(num_classes: int = 4, subclasses_per_class: int = 3,
     """Build the (train, test) splits; lengths are uniform in ``frames`` (inclusive), all deterministic in ``seed``.
 
     Examples:
-        >>> train, test = make_finegrained_videos(num_classes=2, subclasses_per_class=2, train_per_subclass=2, test_per_subclass=2, frames=(4, 6), size=16)
+        >>> train, test = make_finegrained_videos(num_classes=2, subclasses_per_class=2, train_per_subclass=2,
+        ...                                      test_per_subclass=2, frames=(4, 6), size=16)
         >>> len(train.videos), train.classes.tolist(), train.subclasses.tolist()
         (8, [0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 2, 2, 3, 3])
         >>> train.videos[0].dtype, tuple(train.videos[0].shape[1:])
@@ -173,7 +175,8 @@ def sample_triplets(classes: Tensor, subclasses: Tensor, count: int, generator: 
     Examples:
         >>> classes, subclasses = torch.tensor([0, 0, 0, 0, 1, 1]), torch.tensor([0, 0, 1, 1, 2, 2])
         >>> t = sample_triplets(classes, subclasses, 3, torch.Generator().manual_seed(0))
-        >>> bool((subclasses[t[:, 0]] == subclasses[t[:, 1]]).all() and (subclasses[t[:, 0]] != subclasses[t[:, 2]]).all())
+        >>> same, other = subclasses[t[:, 0]] == subclasses[t[:, 1]], subclasses[t[:, 0]] != subclasses[t[:, 2]]
+        >>> bool(same.all() and other.all())
         True
     """
     _check_labels(classes, subclasses)

@@ -44,7 +44,8 @@ def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metri
 
     Examples:
         >>> import matplotlib.pyplot as plt
-        >>> fig = plot_metric_bars({"QuadLinear-AP": {"mAP": [0.8, 0.82], "uAP": [0.7, 0.72]}}, baseline={"mAP": 0.75, "uAP": 0.6})
+        >>> fig = plot_metric_bars({"QuadLinear-AP": {"mAP": [0.8, 0.82], "uAP": [0.7, 0.72]}},
+        ...                        baseline={"mAP": 0.75, "uAP": 0.6})
         >>> len(fig.axes)
         2
         >>> plt.close(fig)
