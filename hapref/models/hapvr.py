@@ -43,6 +43,12 @@ def video_ranking_loss(name: str) -> nn.Module | None:
 
     QuadLinear-AP uses the released run's video setting (δ = 0.05, p = 0.1); the others their
     authors' defaults, with histogram bins spanning [0, 1].
+
+    Examples:
+        >>> video_ranking_loss("quadlinear_ap")
+        QuadLinearAP(delta=0.05, p=0.1)
+        >>> video_ranking_loss("none") is None
+        True
     """
     factories = {
         "quadlinear_ap": lambda: QuadLinearAP.preset("released_video"),
@@ -63,7 +69,12 @@ def video_ranking_loss(name: str) -> nn.Module | None:
 
 
 def frame_ranking_loss() -> QuadLinearAP:
-    """The frame-level QuadLinear-AP of HAP-VR §3.4 with the released run's setting (δ = 0.05, p = 5)."""
+    """The frame-level QuadLinear-AP of HAP-VR §3.4 with the released run's setting (δ = 0.05, p = 5).
+
+    Examples:
+        >>> frame_ranking_loss()
+        QuadLinearAP(delta=0.05, p=5.0)
+    """
     return QuadLinearAP.preset("released_frame")
 
 
@@ -73,6 +84,12 @@ def build_hapvr_network(dims: int, temporal_k: float = 0.03, spatial_k: float = 
 
     Rates default to the released run's (spatial 0.1, temporal 0.03, the released HAP-VR code, https://github.com/yafeng19/HAP-VR);
     ``temporal_k = 0`` is Chamfer and ``1`` mean pooling (the ends of Table 4).
+
+    Examples:
+        >>> net = build_hapvr_network(dims=16).eval()
+        >>> videos = torch.nn.functional.normalize(torch.randn(2, 8, 4, 16), dim=-1)
+        >>> net.score(videos, videos).shape
+        torch.Size([2, 2])
     """
     return VideoSimilarityNetwork(dims=dims, spatial_k=spatial_k, temporal_k=temporal_k, attention=attention)
 
@@ -82,6 +99,12 @@ class BackboneTeacher(nn.Module):
 
     With the EfficientNet-Lite0 backbone this is a global, semantic image descriptor, unlike the
     student's multi-layer regional L3-iMAC input — a stand-in for DINO where no DINO weights exist.
+
+    Examples:
+        >>> from hapref.features import SmallCNN
+        >>> teacher = BackboneTeacher(SmallCNN())
+        >>> teacher(torch.zeros(3, 32, 32, 3, dtype=torch.uint8)).shape
+        torch.Size([3, 128])
     """
 
     def __init__(self, backbone: Backbone) -> None:

@@ -26,6 +26,11 @@ def frame_features(backbone: nn.Module, frames: Tensor, chunk: int = 64) -> Tens
     Backbones of :mod:`hapref.features` are used through their ``embed`` (global-average-pooled
     last stage); any other module must map frames to ``[T, F]`` itself.
     The per-frame CNN of the quadlet network (Radial Fig. 1(i)).
+
+    Examples:
+        >>> from hapref.features import SmallCNN
+        >>> frame_features(SmallCNN(), torch.zeros(5, 32, 32, 3, dtype=torch.uint8)).shape
+        torch.Size([5, 128])
     """
     embed = backbone.embed if hasattr(backbone, "embed") else backbone
     with torch.no_grad():
@@ -36,6 +41,11 @@ def pad_features(sequences: list[Tensor]) -> tuple[Tensor, Tensor]:
     """Right-pad ``[T_k, F]`` sequences to ``[B, T_max, F]``; also return the lengths ``[B]``.
 
     Input of the quadlet network's LSTM (Radial Fig. 1(i)).
+
+    Examples:
+        >>> padded, lengths = pad_features([torch.ones(2, 3), torch.ones(4, 3)])
+        >>> padded.shape, lengths
+        (torch.Size([2, 4, 3]), tensor([2, 4]))
     """
     if not sequences:
         raise ValueError("sequences must hold at least one [T, F] tensor")
@@ -53,6 +63,13 @@ class QuadletVideoNet(nn.Module):
         fc_dim: width of the fully connected layer on each frame (512 in the paper).
         hidden_dim: LSTM state size = embedding size.
         backbone: optional frozen frame CNN; only needed to embed raw frames with :meth:`forward`.
+
+    Examples:
+        >>> net = QuadletVideoNet(feature_dim=6, fc_dim=8, hidden_dim=4).eval()
+        >>> padded, lengths = pad_features([torch.randn(3, 6), torch.randn(5, 6)])
+        >>> emb = net.embed_features(padded, lengths)
+        >>> emb.shape, torch.allclose(emb.norm(dim=1), torch.ones(2))
+        (torch.Size([2, 4]), True)
     """
 
     def __init__(self, feature_dim: int, fc_dim: int = 512, hidden_dim: int = 128,
