@@ -113,6 +113,7 @@ class BackboneTeacher(nn.Module):
 
     @torch.no_grad()
     def forward(self, frames: Tensor) -> Tensor:
+        """uint8 frames ``[T, H, W, 3]`` -> frozen global embeddings ``[T, C]`` (the teacher of HAP-VR Eq. 13)."""
         return self.backbone.embed(frames)
 
 
