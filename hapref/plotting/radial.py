@@ -133,7 +133,15 @@ def plot_violation_sweep(cs: Sequence[float], rates: Mapping[str, Mapping[str, S
 
 def plot_distance_curve(curve: torch.Tensor, video: HighlightVideo, detected_cuts: Sequence[int], window: int,
                         ax: Axes | None = None) -> Axes:
-    """Radial Fig. 3: ``||f_1 - f_n||`` per window, true cuts (grey), detected cuts (red dots) and critical events (shaded)."""
+    """Radial Fig. 3: ``||f_1 - f_n||`` per window, true cuts (grey), detected cuts (red dots) and critical events (shaded).
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> video = make_highlight_video(num_clips=2, clip_frames=(12, 12), size=16)
+        >>> ax = plot_distance_curve(torch.rand(17), video, detected_cuts=[12], window=8)
+        >>> plt.close(ax.figure)
+    """
     if ax is None:
         _, ax = plt.subplots(figsize=(11, 3.2))
     ax.plot(torch.arange(len(curve)).tolist(), curve.tolist(), lw=1.2, color="C0")
