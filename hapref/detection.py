@@ -58,6 +58,17 @@ class HighlightTask:
     ``loss`` is a quadlet loss module (e.g. :class:`~hapref.losses.radial.RadialLoss`) applied to
     quadlets from critical clips, or ``None`` for the triplet-only baseline; calm clips always add the
     triplet loss with margin 0.7 (Radial "Experimental settings").
+
+    Examples:
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> from hapref.losses import RadialLoss
+        >>> from hapref.models import QuadletVideoNet
+        >>> video = make_highlight_video(num_clips=3, clip_frames=(20, 20), critical_frames=6, size=16)
+        >>> make_model = lambda: QuadletVideoNet(6, fc_dim=8, hidden_dim=4)
+        >>> task = HighlightTask(video, torch.randn(60, 6), make_model, RadialLoss(), window=4, batch=4)
+        >>> model = task.build_model()
+        >>> task.loss(model, task.batch(0, torch.device("cpu")))["loss"].shape
+        torch.Size([])
     """
 
     def __init__(self, video: HighlightVideo, frame_features: Tensor, model_factory, loss: nn.Module | None,
