@@ -3,7 +3,7 @@
 # HAP-VR base loss, pseudo labels and Eq. 15 objective
 from hapref.losses.hapvr_objective import WEIGHT_PRESETS, HAPVRObjective, HAPVRWeights, frame_level_ap_loss
 from hapref.losses.infonce import InfoNCE
-from hapref.losses.pseudo_labels import frame_pseudo_labels, teacher_frame_similarity
+from hapref.losses.pseudo_labels import frame_pseudo_labels, positive_overlap, teacher_frame_similarity
 from hapref.losses.sshn import SSHN
 
 # AP losses and the baselines of HAP-VR Table 2
@@ -39,6 +39,7 @@ __all__ = [
     "MAE",
     "MSE",
     "negative_step_sum",
+    "positive_overlap",
     "quad_linear",
     "QuadLinearAP",
     "QuadLinearStep",

@@ -9,24 +9,70 @@ from torch import Tensor
 from hapref.validation import check_float_tensor
 
 
-def teacher_frame_similarity(features: Tensor, other: Tensor | None = None) -> Tensor:
+def teacher_frame_similarity(features: Tensor, other: Tensor | None = None, center: bool = False) -> Tensor:
     """Cosine similarities of all frame pairs of all video pairs, ``[A, B, Ti, Tj]`` (HAP-VR Eq. 13).
 
     ``features [A, Ti, D']`` (and ``other [B, Tj, D']``, default the same batch) are the teacher's
     per-frame float embeddings; the result is float32.
+
+    ``center=True`` subtracts each video's mean frame embedding before the cosine. A global CNN descriptor
+    used as a stand-in teacher (:class:`hapref.models.BackboneTeacher`) is dominated by what all frames of a
+    clip share, so every query frame ranks the same few target frames first and the pseudo labels of Eq. 14
+    hardly differ from frame to frame (see :func:`positive_overlap`); centring keeps what distinguishes a frame
+    within its video. A DINO teacher, whose frame embeddings already differ, is used uncentred.
 
     Examples:
         >>> features = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])  # one video, two frames
         >>> teacher_frame_similarity(features)
         tensor([[[[1., 0.],
                   [0., 1.]]]])
+        >>> shared = torch.tensor([[[5.0, 1.0], [5.0, -1.0]]])  # a large shared part, a small frame-specific one
+        >>> teacher_frame_similarity(shared).round(decimals=2)
+        tensor([[[[1.0000, 0.9200],
+                  [0.9200, 1.0000]]]])
+        >>> teacher_frame_similarity(shared, center=True)
+        tensor([[[[ 1., -1.],
+                  [-1.,  1.]]]])
     """
     features = check_float_tensor(features, "features", ndim=3)
     other = features if other is None else check_float_tensor(other, "other", ndim=3)
     if features.shape[-1] != other.shape[-1]:
         raise ValueError(f"features and other must share D', got {features.shape[-1]} and {other.shape[-1]}")
-    a, b = F.normalize(features.float(), dim=-1), F.normalize(other.float(), dim=-1)
+    if not isinstance(center, bool):
+        raise TypeError(f"center must be a bool, got {type(center).__name__}")
+    a, b = features.float(), other.float()
+    if center:
+        a, b = a - a.mean(dim=1, keepdim=True), b - b.mean(dim=1, keepdim=True)
+    a, b = F.normalize(a, dim=-1), F.normalize(b, dim=-1)
     return torch.einsum("aid,bjd->abij", a, b)
+
+
+def positive_overlap(positive: Tensor) -> Tensor:
+    """How alike the pseudo-positive sets of different query frames are: the mean Jaccard index
+    ``|P_a ∩ P_b| / |P_a ∪ P_b|`` over all pairs of query frames ``a ≠ b`` (HAP-VR Eq. 14 diagnostics).
+
+    ``positive [..., Ti, Tj]`` is the bool output of :func:`frame_pseudo_labels` (leading axes: video pairs,
+    averaged). 1 means every query frame got the same positives — labels that cannot teach frame-level
+    matching; random sets of ``p`` out of ``Tj`` frames give about ``p / (2 Tj - p)``. Returns a float32 0-d tensor.
+
+    Examples:
+        >>> same = torch.tensor([[True, True, False, False]] * 3)
+        >>> positive_overlap(same)
+        tensor(1.)
+        >>> diagonal = torch.eye(3, dtype=torch.bool)
+        >>> positive_overlap(diagonal)
+        tensor(0.)
+    """
+    if not isinstance(positive, Tensor) or positive.dtype != torch.bool:
+        raise TypeError("positive must be a bool tensor [..., Ti, Tj] (the positives of frame_pseudo_labels)")
+    if positive.ndim < 2 or positive.shape[-2] < 2:
+        raise ValueError(f"positive must be [..., Ti, Tj] with Ti >= 2 query frames, got {tuple(positive.shape)}")
+    p = positive.float().flatten(0, -3) if positive.ndim > 2 else positive.float()[None]
+    inter = p @ p.transpose(1, 2)
+    sizes = p.sum(-1)
+    union = sizes[:, :, None] + sizes[:, None, :] - inter
+    off = ~torch.eye(p.shape[1], dtype=torch.bool)
+    return (inter / union.clamp(min=1))[:, off].mean()
 
 
 def frame_pseudo_labels(similarity: Tensor, top_rate: float = 0.35, bottom_rate: float = 0.35,

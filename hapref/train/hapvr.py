@@ -252,7 +252,9 @@ class HAPVRTask:
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         video_sim, frame_sims, reg = model(batch["features"])
-        teacher = teacher_frame_similarity(batch["teacher"]) if self.variant.frame_ap else None
+        # stand-in teachers (global CNN / region-mean descriptors) are centred per video (teacher_frame_similarity)
+        teacher = (teacher_frame_similarity(batch["teacher"], center=self.profile.teacher == "backbone")
+                   if self.variant.frame_ap else None)
         return self.objective(video_sim.float(), batch["relevance"], reg.float(), frame_sims.float(), teacher)
 
     def scores(self, model: VideoSimilarityNetwork) -> Tensor:
