@@ -123,6 +123,12 @@ class DinoTeacher(nn.Module):
     Built with timm (imported lazily) from a local DINO checkpoint file (``dino_deitsmall16_pretrain.pth``;
     a ``teacher`` entry and ``module.``/``backbone.`` prefixes are handled). Nothing is downloaded.
     Frames are ImageNet-normalised at 224×224 (the released code skips the normalisation).
+
+    Examples:
+        >>> DinoTeacher("/nonexistent/dino_deitsmall16_pretrain.pth")  # a local file is required
+        Traceback (most recent call last):
+        ...
+        ValueError: checkpoint must be an existing DINO ViT-S/16 file, got '/nonexistent/dino_deitsmall16_pretrain.pth'
     """
 
     def __init__(self, checkpoint: str | Path) -> None:
