@@ -195,3 +195,16 @@ def test_pairwise_cosine_of_half_precision_zero_and_tiny_rows_is_finite(dtype):
     sim = pairwise_cosine(x)
     assert sim.dtype == dtype and torch.isfinite(sim).all()
     assert sim[0].abs().max().item() == 0 and sim[1, 1].item() == pytest.approx(1.0, abs=1e-2)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: __import__("hapref.similarity", fromlist=["x"]).mean_pooled_similarity(
+        torch.rand(3, 4), torch.rand(3, 4), x_valid=torch.ones(7, dtype=torch.bool)), "x_valid"),
+    (lambda: __import__("hapref.similarity", fromlist=["x"]).pair_valid(torch.ones(3, dtype=torch.bool), [1, 0]),
+     "target_valid"),
+    (lambda: __import__("hapref.losses.radial", fromlist=["x"]).squared_distance(torch.rand(3, 2), torch.rand(3, 3)),
+     "a and b"),
+])
+def test_similarity_helpers_name_the_argument(call, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        call()

@@ -33,6 +33,10 @@ def squared_distance(a: Tensor, b: Tensor) -> Tensor:
         >>> squared_distance(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[3.0, 4.0], [1.0, 1.0]]))
         tensor([25.,  0.])
     """
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.shape != b.shape:
+        raise ValueError(f"a and b must be embedding tensors of one shape [..., D], got "
+                         f"{tuple(a.shape) if isinstance(a, Tensor) else type(a).__name__} and "
+                         f"{tuple(b.shape) if isinstance(b, Tensor) else type(b).__name__}")
     return (a - b).pow(2).sum(dim=-1)
 
 

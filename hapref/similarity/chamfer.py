@@ -42,6 +42,9 @@ def pair_valid(query_valid: Tensor | None, target_valid: Tensor | None) -> Tenso
         tensor([[1, 1, 0],
                 [0, 0, 0]], dtype=torch.int32)
     """
+    for name, flags in (("query_valid", query_valid), ("target_valid", target_valid)):
+        if flags is not None and not isinstance(flags, Tensor):
+            raise TypeError(f"{name} must be a bool tensor [..., frames] or None, got {type(flags).__name__}")
     if query_valid is None and target_valid is None:
         return None
     if query_valid is None:
@@ -159,9 +162,12 @@ def symmetric_chamfer(sim: Tensor, valid: Tensor | None = None, k: float = 0.0) 
     return 0.5 * (topk_chamfer(sim, k, valid) + topk_chamfer(sim.transpose(-1, -2), k, valid_t))
 
 
-def _masked_mean(x: Tensor, valid: Tensor | None) -> Tensor:
+def _masked_mean(x: Tensor, valid: Tensor | None, name: str) -> Tensor:
     if valid is None:
         return x.mean(dim=-2)
+    if not isinstance(valid, Tensor) or valid.shape != x.shape[:-1]:
+        raise ValueError(f"{name} must be a bool tensor of shape {tuple(x.shape[:-1])} (True = real frame), got "
+                         f"{tuple(valid.shape) if isinstance(valid, Tensor) else type(valid).__name__}")
     weights = valid.to(x.dtype).unsqueeze(-1)
     return (x * weights).sum(dim=-2) / weights.sum(dim=-2).clamp_min(1)
 
@@ -185,7 +191,7 @@ def mean_pooled_similarity(x: Tensor, y: Tensor, x_valid: Tensor | None = None, 
     check_float_tensor(y, "y", ndim=None)
     if x.ndim < 2 or x.shape[-1] != y.shape[-1]:
         raise ValueError(f"x [..., Tx, D] and y [..., Ty, D] must share D, got {tuple(x.shape)}, {tuple(y.shape)}")
-    mx, my = _masked_mean(x, x_valid), _masked_mean(y, y_valid)
+    mx, my = _masked_mean(x, x_valid, "x_valid"), _masked_mean(y, y_valid, "y_valid")
     if normalize:
         mx, my = torch.nn.functional.normalize(mx, dim=-1), torch.nn.functional.normalize(my, dim=-1)
     return (mx * my).sum(dim=-1)
