@@ -277,7 +277,7 @@ def test_resume_is_exact_including_the_memory_bank(tmp_path, monkeypatch) -> Non
                 raise KeyboardInterrupt
             return super().batch(step, device)
 
-    cfg = config_for("smoke", seed=1, steps=6, eval_every=3)
+    cfg = config_for("smoke", seed=1, steps=6, eval_every=3, checkpoint_every=3)
     reference = fit(TCATask("smoke", seed=1), cfg, progress=False)
     with pytest.raises(KeyboardInterrupt):
         fit(Interrupted("smoke", seed=1), cfg, out_dir=tmp_path / "run", progress=False)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hapref.train.loop import fit
+from hapref import distributed as hd
+from hapref.train.loop import COLLECTIVE_TIMEOUT_S, fit
 from hapref.train.registry import PIPELINES, load_pipeline
 from hapref.train.settings import describe, parse_assignments
 
@@ -39,6 +40,11 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override a setting, checked against its type and range (repeatable)")
     parser.add_argument("--steps", type=int, default=None, help="number of training steps (same as --set steps=N)")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: CUDA when available)")
+    parser.add_argument("--features", default=None, metavar="FILE.hdf5",
+                        help="train on pre-extracted frame features (DnS/S2VS layout; hapvr, tca)")
+    parser.add_argument("--vcdb", default=None, metavar="vcdb.pickle",
+                        help="with --features: supervise TCA with VCDB's copy pairs, its distractors in the bank")
+    parser.add_argument("--backbone", default=None, help="frame extractor (see hapref.features.BACKBONES)")
     parser.add_argument("--out", default=None, help="run folder: config.json, checkpoint.pt, log.jsonl, metrics.json")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out (same settings)")
     parser.add_argument("--force", action="store_true", help="overwrite a run already in --out")
@@ -74,14 +80,26 @@ def main(argv: list[str] | None = None) -> int:
             overrides["steps"] = str(args.steps)
         if args.device is not None:
             overrides["device"] = args.device
-        task, config = pipeline.build(args.profile, loss, args.seed, progress=not args.no_progress,
-                                      overrides=overrides)
+        for key in ("features", "vcdb"):
+            if getattr(args, key) is not None:
+                overrides[key] = getattr(args, key)
+        if args.backbone is not None:
+            nested = isinstance(pipeline.PROFILES[args.profile], dict)
+            overrides["backbone.name" if nested else "backbone"] = args.backbone
+        hd.init_distributed("gloo" if args.device == "cpu" else None, timeout_s=COLLECTIVE_TIMEOUT_S)   # torchrun
+        for turn in (True, False):      # rank 0 prepares (and caches) the data first, then the other ranks
+            if hd.is_main_process() == turn:
+                task, config = pipeline.build(args.profile, loss, args.seed, progress=not args.no_progress,
+                                              overrides=overrides)
+            hd.barrier()
         run = {"pipeline": args.pipeline, "profile": args.profile, "loss": loss, "seed": args.seed}
         result = fit(task, config, out_dir=args.out, resume=args.resume, progress=not args.no_progress, run=run,
                      force=args.force)
     except ValueError as err:
         command.error(str(err))
-    print(pipeline.summary_line(result.metrics))
+    if hd.is_main_process():            # under torchrun: one eval line, from rank 0
+        print(pipeline.summary_line(result.metrics))
+    hd.destroy_distributed()
     return 0
 
 

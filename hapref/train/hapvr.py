@@ -10,6 +10,10 @@ step draws fresh views and runs the backbone; the CPU profiles draw each step's 
 of ``view_batches`` independently augmented batches. Training runs the region attention, ψ and the
 losses of Eq. 15 with the released temporal top-K rate 0.03. Evaluation: DSVR mAP and μAP of query ×
 database similarities.
+
+Real data: ``features`` (``--features FILE.hdf5``) trains on pre-extracted region features in the DnS/S2VS
+layout instead, with temporal views only (:mod:`hapref.data.feature_views`; the frame teacher is the
+region mean of the features) and evaluates copy retrieval of the last ``held_out`` videos of the file.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from tqdm.auto import tqdm
 from hapref.data.benchmark import build_copy_benchmark
 from hapref.data.cache import config_key, data_root, load_cached, source_digest
 from hapref.data import augment as augment_module, views as views_module
+from hapref.data.feature_views import feature_batch, held_out_copies, read_feature_videos
 from hapref.data.views import s2vs_batch
 from hapref.features import PCAWhitening, load_backbone, pool_layers
 from hapref.features import backbones as backbones_module, pooling as pooling_module
@@ -34,6 +39,8 @@ from hapref.losses import HAPVRObjective, teacher_frame_similarity
 from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.models.hapvr import VIDEO_LOSSES, build_hapvr_network, frame_ranking_loss, video_ranking_loss
 from hapref.similarity.network import VideoSimilarityNetwork, pad_videos
+from hapref.train.distributed_step import (check_ap_scope, global_scope, hapvr_global_terms, pool_pick, rank_batch,
+                                           rank_stream)
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
 from hapref.utils import get_device
@@ -66,6 +73,8 @@ class HAPVRProfile:
     backbone: str = "efficientnet-lite0"
     teacher: str = "backbone"   # frame teacher of the frame-level AP: the backbone's global embedding or DINO
     weight_decay: float = 1e-2
+    features: str | None = None  # HDF5 frame features (DnS/S2VS layout) to train on instead of the benchmark
+    held_out: int = 8           # with ``features``: the last videos of the file, kept out for evaluation
 
 
 PROFILES: dict[str, HAPVRProfile] = {
@@ -90,18 +99,24 @@ class Variant:
 
     ``temporal_k`` defaults to the released rate 0.03 (``v_topk_rate`` of the released ``train.sh``); on the
     short CPU clips that keeps the single best column after ψ, i.e. Chamfer.
+
+    ``ap_scope`` matters under ``torchrun`` only: ``"global"`` ranks every query against the batches of all
+    ranks (W ranks with batch B train as one process with batch W·B), ``"per_rank"`` against its own rank's
+    batch, as the released run computes its loss on each GPU (https://github.com/yafeng19/HAP-VR).
     """
 
     video_loss: str = DEFAULT_LOSS
     frame_ap: bool = True
     temporal_k: float = 0.03
     weights: str = "released"
+    ap_scope: str = "global"
 
     def __post_init__(self) -> None:
         if self.video_loss not in VIDEO_LOSSES:
             raise ValueError(f"video_loss must be one of {VIDEO_LOSSES}, got {self.video_loss!r}")
         if not 0.0 <= self.temporal_k <= 1.0:
             raise ValueError(f"temporal_k must be a rate in [0, 1], got {self.temporal_k}")
+        check_ap_scope(self.ap_scope)
 
 
 @dataclass
@@ -154,6 +169,40 @@ class FrameEncoder:
         return regions.view(*views.shape[:2], *regions.shape[1:]), teacher.view(*views.shape[:2], -1), labels
 
 
+@lru_cache(maxsize=2)
+def feature_videos(path: str, held_out: int) -> tuple[list[Tensor], list[Tensor]]:
+    """(training, held-out) ``[T, R, D]`` videos of an HDF5 features file; the last ``held_out`` are held out."""
+    _, videos = read_feature_videos(path, min_len=8)     # HAP-VR's loader tiles videos below 8 frames
+    if not 2 <= held_out <= len(videos) - 1:
+        raise ValueError(f"held_out must lie in [2, {len(videos) - 1}] for the {len(videos)} videos of {path}, "
+                         f"got {held_out}")
+    return videos[:-held_out], videos[-held_out:]
+
+
+def feature_file_batch(videos: list[Tensor], profile: HAPVRProfile, generator: torch.Generator,
+                       ) -> tuple[Tensor, Tensor, Tensor]:
+    """Regions ``[2B, T, R, D]``, teacher ``[2B, T, D]`` (the region mean of the input features: no pixels, no
+    DINO) and S2VS labels of a batch of temporal views of pre-extracted features."""
+    n = min(profile.train_clips, len(videos))
+    picked = torch.randperm(n, generator=generator)[:profile.batch_videos].tolist()
+    regions, labels = feature_batch([videos[i] for i in picked], profile.frames, generator)
+    return regions, regions.mean(dim=2), labels
+
+
+def _prepare_from_features(p: HAPVRProfile) -> HAPVRData:
+    train_videos, held = feature_videos(p.features, p.held_out)
+    pool = [feature_file_batch(train_videos, p, torch.Generator().manual_seed(b)) for b in range(p.view_batches)]
+    train = torch.stack([r for r, _, _ in pool])
+    whitening = PCAWhitening.fit(train, dim=min(p.whiten_dim, train.shape[-1]))
+    queries, database, relevance = held_out_copies(held, p.frames, torch.Generator().manual_seed(12345))
+    valid = torch.ones(len(held), p.frames, dtype=torch.bool)
+    return HAPVRData(train=whitening(train), teacher=torch.stack([t for _, t, _ in pool]),
+                     labels=torch.stack([lab for _, _, lab in pool]),
+                     whitening={k: v.clone() for k, v in whitening.state_dict().items()},
+                     queries=whitening(queries), query_valid=valid, database=whitening(database),
+                     database_valid=valid.clone(), relevance=relevance)
+
+
 def training_clips(bench, profile: HAPVRProfile, clips: Tensor) -> Tensor:
     """uint8 ``[B, T, H, W, 3]``: the unlabeled training clips ``clips`` of ``bench``, every ``stride``-th frame."""
     return torch.stack([bench.train[int(c)][::profile.stride] for c in clips])
@@ -163,6 +212,8 @@ def training_clips(bench, profile: HAPVRProfile, clips: Tensor) -> Tensor:
 def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRData:
     """The cached pool of augmented batches and the benchmark features of ``profile``, on disk and in memory."""
     profile, p = resolve_profile(profile)
+    if p.features is not None:          # cheap to rebuild: no disk cache
+        return _prepare_from_features(p)
     bench = build_copy_benchmark(p.benchmark)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
     code = source_digest(backbones_module, pooling_module, augment_module, views_module, sys.modules[__name__])
@@ -236,21 +287,32 @@ class HAPVRTask:
     def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
         if not self.profile.resample:
-            k = int(torch.randint(0, self.data.train.shape[0], (), generator=g))
+            k = pool_pick(g, self.data.train.shape[0])            # several ranks: a pool batch each
             return {"features": self.data.train[k].to(device), "teacher": self.data.teacher[k].to(device),
                     "relevance": self.data.labels[k].to(device)}
+        if self.profile.features is not None:
+            regions, teacher, labels = feature_file_batch(feature_videos(self.profile.features, self.profile.held_out)[0],
+                                                          self.profile, rank_stream(g))
+            whitening = PCAWhitening(**self.data.whitening)
+            return {"features": whitening(regions).to(device), "teacher": teacher.to(device),
+                    "relevance": labels.to(device)}
         if self._fresh is None:
             bench = build_copy_benchmark(self.profile.benchmark)
             whitening = PCAWhitening(**self.data.whitening)
             self._fresh = (bench, FrameEncoder(self.profile, bench.config.frame_size), whitening)
         bench, encode, whitening = self._fresh
         n_clips = min(self.profile.train_clips, len(bench.train))
-        clips = training_clips(bench, self.profile, torch.randperm(n_clips, generator=g)[:self.profile.batch_videos])
-        regions, teacher, labels = encode.batch(clips, self.profile.frames, g)
+        clips = training_clips(bench, self.profile, rank_batch(torch.randperm(n_clips, generator=g),
+                                                               self.profile.batch_videos))
+        regions, teacher, labels = encode.batch(clips, self.profile.frames, rank_stream(g))
         return {"features": whitening(regions).to(device), "teacher": teacher.to(device),
                 "relevance": labels.to(device)}
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        if global_scope(self.variant.ap_scope):                 # torchrun: rank against all ranks' videos
+            return hapvr_global_terms(model, self.objective, batch["features"], batch["relevance"],
+                                      batch["teacher"] if self.variant.frame_ap else None,
+                                      center=self.profile.teacher == "backbone")
         video_sim, frame_sims, reg = model(batch["features"])
         # stand-in teachers (global CNN / region-mean descriptors) are centred per video (teacher_frame_similarity)
         teacher = (teacher_frame_similarity(batch["teacher"], center=self.profile.teacher == "backbone")

@@ -11,6 +11,10 @@ is the paper's final one, Circle loss with γ = 256, m = 0.25 (TCA §3.4, Table 
 backbone, PCA-whitened on the training views, computed once per profile and cached. Evaluation: DSVR mAP
 and μAP for TCA_c (cosine of video embeddings), TCA_f (Chamfer of frame embeddings) and TCA_sym
 (symmetric Chamfer), TCA Eq. 8–10.
+
+Real data: ``features`` (``--features FILE.hdf5``, DnS/S2VS layout) trains on pre-extracted frame features,
+self-supervised on temporal views or, with ``vcdb`` (``--vcdb vcdb.pickle``), on VCDB's copy pairs with its
+distractors in the bank as the released run does; evaluation is copy retrieval of held-out videos.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from hapref.models.tca import TemporalContextAggregator
 from hapref.similarity.chamfer import chamfer_similarity, mean_pooled_similarity, pair_valid, symmetric_chamfer
 from hapref.similarity.network import pad_videos
 from hapref.data import views as views_module
+from hapref.data.feature_views import held_out_copies, read_feature_videos, temporal_view
 from hapref.data.views import make_views
 from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.train.loop import TrainConfig
@@ -77,6 +82,9 @@ class TCAProfile:
     eval_every: int = 0
     backbone: str = "efficientnet-lite0"
     weight_decay: float = 1e-4
+    features: str | None = None  # HDF5 frame features (DnS/S2VS layout) to train on instead of the benchmark
+    vcdb: str | None = None      # with ``features``: VCDB's vcdb.pickle, whose copy pairs become the positives
+    held_out: int = 8            # with ``features``: the last videos of the file, kept out for evaluation
 
 
 #: Dropout 0.5 as the paper states (the released ``train.py`` builds the model with 0.2).
@@ -152,6 +160,8 @@ def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: 
     profile, p = resolve_profile(profile)
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    if p.features is not None:          # cheap to rebuild: no disk cache
+        return _prepare_from_features(p)
     bench = build_copy_benchmark(p.benchmark)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
     code = source_digest(backbones_module, pooling_module, views_module, sys.modules[__name__])
@@ -190,6 +200,50 @@ def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: 
                    database_valid=database_valid, relevance=bench.relevance("DSVR"))
     atomic_torch_save(asdict(data), path)
     return data
+
+
+def _prepare_from_features(p: TCAProfile) -> TCAData:
+    """TCAData from an HDF5 features file: regions summed and L2-normalised into frame descriptors [T, D].
+
+    Without ``vcdb`` the copy pairs are temporal views of one video (:mod:`hapref.data.feature_views`) and the
+    next ``distractor_clips`` videos feed the bank; with it, every VCDB copy pair whose two videos are in the
+    file is a clip with two views (one window of each video) and VCDB's distractors feed the bank (TCA §4.1).
+    The last ``held_out`` videos are kept out for a copy-retrieval check.
+    """
+    from hapref.data.loaders import read_vcdb
+
+    ids, videos = read_feature_videos(p.features, min_len=p.frames)
+    if not 2 <= p.held_out <= len(videos) - 2:
+        raise ValueError(f"held_out must lie in [2, {len(videos) - 2}] for the {len(videos)} videos of {p.features}, "
+                         f"got {p.held_out}")
+    frames = [torch.nn.functional.normalize(v.sum(dim=1), dim=-1) for v in videos]
+    g = torch.Generator().manual_seed(0)
+    held, rest = frames[-p.held_out:], dict(zip(ids[:-p.held_out], frames[:-p.held_out]))
+    if p.vcdb is None:
+        order = list(rest)
+        pairs = order[:min(p.train_clips, len(order) - 1)]
+        clips = [[temporal_view(rest[v], p.frames, k > 0, g) for k in range(p.strong_views + 1)] for v in pairs]
+        negatives = [v for v in order[len(pairs):]][:p.distractor_clips]
+    else:
+        _, positives, negs = read_vcdb(p.vcdb)
+        copy_pairs = sorted({tuple(sorted((a, b))) for a, bs in positives.items() for b in bs
+                             if a != b and a in rest and b in rest})[:p.train_clips]
+        if not copy_pairs:
+            raise ValueError(f"no copy pair of {p.vcdb} has both videos in {p.features}")
+        clips = [[temporal_view(rest[a], p.frames, False, g), temporal_view(rest[b], p.frames, False, g)]
+                 for a, b in copy_pairs]
+        used = {v for pair in copy_pairs for v in pair}
+        negatives = [v for v in dict.fromkeys(negs) if v in rest and v not in used][:p.distractor_clips]
+    if not negatives:
+        raise ValueError(f"{p.features} leaves no distractor videos for the memory bank")
+    raw = torch.stack([torch.stack(views) for views in clips])
+    whitening = PCAWhitening.fit(raw, dim=min(p.whiten_dim, raw.shape[-1]))
+    bank = torch.stack([temporal_view(rest[v], p.frames, False, g) for v in negatives])
+    queries, database, relevance = held_out_copies(held, p.frames, torch.Generator().manual_seed(12345))
+    valid = torch.ones(len(held), p.frames, dtype=torch.bool)
+    return TCAData(train=whitening(raw), distractors=whitening(bank),
+                   whitening={k: v.clone() for k, v in whitening.state_dict().items()}, queries=whitening(queries),
+                   query_valid=valid, database=whitening(database), database_valid=valid.clone(), relevance=relevance)
 
 
 def resolve_profile(profile: str | TCAProfile) -> tuple[str, TCAProfile]:
