@@ -340,7 +340,8 @@ def average_gradients(module: nn.Module) -> None:
 
     For a model not wrapped in DDP (the hapref trainer syncs by hand, so pipelines may call any method of
     the model, not only ``forward``); a no-op in one process. Parameters without a gradient on this rank
-    get a zero gradient first, so every rank reduces the same tensors.
+    but with one on another get a zero gradient first, so every rank reduces the same tensors; parameters
+    no rank used keep no gradient (the optimiser skips them, as in one process).
 
     Examples:
         >>> import torch
@@ -355,7 +356,10 @@ def average_gradients(module: nn.Module) -> None:
     params = [p for p in module.parameters() if p.requires_grad]
     if not params:
         return
-    for p in params:       # a parameter unused on this rank still takes part (the others may have used it)
+    used = torch.tensor([p.grad is not None for p in params], dtype=torch.float32, device=params[0].device)
+    dist.all_reduce(used, op=dist.ReduceOp.SUM)
+    params = [p for p, n in zip(params, used.tolist()) if n > 0]    # unused everywhere: no gradient, as in 1 process
+    for p in params:       # a parameter unused on this rank still takes part (the others used it)
         if p.grad is None:
             p.grad = torch.zeros_like(p)
     by_dtype: dict[tuple[torch.dtype, torch.device], list[nn.Parameter]] = {}

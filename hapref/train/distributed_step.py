@@ -133,7 +133,7 @@ def block_relevance(relevance: Tensor) -> Tensor:
 
 
 def hapvr_global_terms(model: nn.Module, objective: nn.Module, features: Tensor, relevance: Tensor,
-                       teacher: Tensor | None) -> dict[str, Tensor]:
+                       teacher: Tensor | None, center: bool = False) -> dict[str, Tensor]:
     """HAP-VR's Eq. 15 loss terms over the global batch of all ranks, each rank computing its query rows.
 
     Rank r compares its ``n`` videos with all ``N = W·n`` videos: the frame matrices ``[n, N, T, T]``
@@ -150,6 +150,7 @@ def hapvr_global_terms(model: nn.Module, objective: nn.Module, features: Tensor,
         features: [n, T, R, D] float, this rank's videos.
         relevance: [n, n] bool, their labels.
         teacher: [n, T, D'] float teacher frame embeddings, or None without the frame term.
+        center: passed to :func:`hapref.losses.teacher_frame_similarity` (stand-in teachers are centred).
 
     Returns:
         The objective's terms (``infonce``, ``sshn``, ``reg``, ``video_ap``, ``frame_ap``, ``loss``).
@@ -183,8 +184,8 @@ def hapvr_global_terms(model: nn.Module, objective: nn.Module, features: Tensor,
         if teacher is None:
             raise ValueError("the frame-level term needs teacher [n, T, D'] frame embeddings")
         with torch.no_grad():
-            pos, neg = frame_pseudo_labels(teacher_frame_similarity(teacher, hd.all_gather_tensor(teacher)),
-                                           objective.top_rate, objective.bottom_rate)
+            similarity = teacher_frame_similarity(teacher, hd.all_gather_tensor(teacher), center=center)
+            pos, neg = frame_pseudo_labels(similarity, objective.top_rate, objective.bottom_rate)
         pairs = rel[rows]
         part = frame_level_ap_loss(frame_rows.float(), pos, neg, pairs, objective.frame_loss)
         t = frame_rows.shape[-1]
@@ -268,6 +269,36 @@ def gather_rows(compute, n: int) -> Tensor:
     return torch.cat([part[:len(hd.shard_indices(n, r, world))] for r, part in enumerate(parts)])
 
 
+def mean_terms(terms: dict[str, Tensor]) -> dict[str, float]:
+    """Every loss term averaged over ranks (one all_reduce), as floats: what rank 0 logs.
+
+    Examples:
+        >>> mean_terms({"loss": torch.tensor(0.5), "vc": torch.tensor(2.0)})
+        {'loss': 0.5, 'vc': 2.0}
+    """
+    names = list(terms)
+    values = torch.stack([terms[k].detach().double().cpu().reshape(()) for k in names])
+    if hd.get_world_size() > 1:
+        values = values.to(hd.rank_device())
+        torch.distributed.all_reduce(values)
+        values = values.cpu() / hd.get_world_size()
+    return dict(zip(names, values.tolist()))
+
+
+def gather_objects(obj: object) -> list | None:
+    """Every rank's ``obj`` on rank 0 (in rank order), None on the others: the RNG states a checkpoint keeps.
+
+    Examples:
+        >>> gather_objects({"step": 3})
+        [{'step': 3}]
+    """
+    if hd.get_world_size() == 1:
+        return [obj]
+    out = [None] * hd.get_world_size() if hd.is_main_process() else None
+    torch.distributed.gather_object(obj, out, dst=0)
+    return out
+
+
 __all__ = ["AP_SCOPES", "block_relevance", "check_ap_scope", "enqueue_all_ranks", "gather_rows",
-           "global_contrastive_similarities", "global_scope", "hapvr_global_terms", "pool_pick", "rank_batch",
-           "rank_stream"]
+           "gather_objects", "global_contrastive_similarities", "global_scope", "hapvr_global_terms", "mean_terms",
+           "pool_pick", "rank_batch", "rank_stream"]

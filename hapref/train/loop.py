@@ -23,7 +23,9 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from hapref import distributed as hd
 from hapref.files import atomic_write_bytes
+from hapref.train.distributed_step import gather_objects, mean_terms
 from hapref.utils import get_device, seed_everything
 
 CHECKPOINT = "checkpoint.pt"
@@ -31,6 +33,8 @@ CONFIG = "config.json"
 METRICS = "metrics.json"
 LOG = "log.jsonl"
 RUN_FORMAT = 1
+#: How long a rank waits in a collective (rank 0 evaluates alone while the others wait).
+COLLECTIVE_TIMEOUT_S = 3600.0
 
 
 @dataclass
@@ -286,6 +290,15 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     every evaluation and at the end; ``log.jsonl`` (one line per step and evaluation) and ``metrics.json``.
     With ``resume`` the run continues from the checkpoint and reaches the same weights, bit for bit, as an
     uninterrupted run; a run folder that already holds a checkpoint is only restarted with ``force``.
+
+    Under ``torchrun`` (several processes, :func:`hapref.distributed.init_distributed`: gloo on the CPU,
+    NCCL with each rank on GPU ``LOCAL_RANK``) every rank builds the same initial model, then draws from
+    its own random stream; the task's batches are the rank's shard (:mod:`hapref.train.distributed_step`)
+    and the gradients are averaged over ranks before each step. Rank 0 alone writes the run folder, logs
+    the loss terms averaged over ranks, evaluates and returns metrics (the others return ``{}``). The
+    checkpoint keeps every rank's RNG state, so a resume at the same world size is bit for bit; a resume
+    at another world size continues the model, optimiser and schedule exactly and says that the batches
+    and random streams differ from an uninterrupted run.
     """
     if not isinstance(task, Task):
         raise ValueError(f"task must implement build_model/batch/loss/evaluate, got {type(task).__name__}")
@@ -294,9 +307,14 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     if resume and force:
         raise ValueError("resume and force exclude each other: resume continues the run, force starts it again")
     device = get_device(config.device)
+    if hd.init_distributed("nccl" if device.type == "cuda" else "gloo", timeout_s=COLLECTIVE_TIMEOUT_S):
+        device = hd.rank_device()
+    main, world = hd.is_main_process(), hd.get_world_size()
     use_amp = config.amp and device.type == "cuda"
     seed_everything(config.seed)
     model = task.build_model().to(device)
+    if world > 1:                       # the same initial weights on every rank, then a random stream of its own
+        seed_everything(hd.rank_seed(config.seed))
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
@@ -310,13 +328,15 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     out = Path(out_dir) if out_dir is not None else None
     log = None
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        _remove_partial_saves(out)
+        if main:
+            out.mkdir(parents=True, exist_ok=True)
+            _remove_partial_saves(out)
         record = run_record(task, config, run)
         saved_config = out / CONFIG
         has_run = (out / CHECKPOINT).exists() or (out / METRICS).exists()
-        if resume and (out / CHECKPOINT).exists():
-            check_resumable(read_json(saved_config), record, saved_config)
+        if hd.broadcast_object(resume and (out / CHECKPOINT).exists()):      # rank 0's view, before it writes
+            if main:
+                check_resumable(read_json(saved_config), record, saved_config)
             state = load_checkpoint(out, map_location=device)
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
@@ -324,9 +344,17 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
             scaler.load_state_dict(state["scaler"])
             if state.get("task") is not None and hasattr(task, "load_state_dict"):
                 task.load_state_dict(state["task"])
-            _set_rng_state(state["rng"])
             history, start = list(state["history"]), int(state["step"])
-        else:
+            saved_world = int(state.get("world_size", 1))
+            if saved_world == world:
+                _set_rng_state(state["rng_ranks"][hd.get_rank()] if world > 1 else state["rng"])
+            else:
+                seed_everything(hd.rank_seed(config.seed + start))
+                if main:
+                    warnings.warn(f"resuming the run in {out} (world size {saved_world}) with {world} process(es): "
+                                  "the model, optimiser and schedule continue exactly; the batches and random "
+                                  "streams differ from an uninterrupted run", stacklevel=2)
+        elif main:
             if has_run and not force:
                 raise ValueError(f"{out} already holds a run ({'finished' if (out / METRICS).exists() else 'started'}"
                                  f"); pass --resume to continue it or --force to overwrite it")
@@ -335,17 +363,23 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
             for name in (CHECKPOINT, METRICS, LOG):
                 (out / name).unlink(missing_ok=True)
             _save_json(saved_config, record)
-        log = (out / LOG).open("w")
-        for entry in history:
-            log.write(json.dumps(entry) + "\n")
-        log.flush()
+        if main:
+            log = (out / LOG).open("w")
+            for entry in history:
+                log.write(json.dumps(entry) + "\n")
+            log.flush()
+        hd.barrier()
 
     def checkpoint(step: int) -> None:
         if out is None:
             return
+        rngs = gather_objects(_rng_state()) if world > 1 else None    # every rank's, for an exact resume
+        if not main:
+            return
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
-                 "rng": _rng_state(), "step": step, "history": history,
+                 "rng": _rng_state(), "rng_ranks": rngs or [], "world_size": world, "step": step,
+                 "history": history,
                  "task": task.state_dict() if hasattr(task, "state_dict") else None,
                  "preprocess": {k: v.state_dict() for k, v in task.preprocess().items()}
                  if hasattr(task, "preprocess") else {}}
@@ -353,7 +387,7 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
 
     metrics: dict[str, float] = {}
     interval, last_save = config.checkpoint_interval(), time.monotonic()
-    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress,
+    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress or not main,
                desc="train", dynamic_ncols=True)
     try:
         for step in bar:
@@ -367,24 +401,26 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
                 raise FloatingPointError(f"non-finite loss {loss.item()} at step {step}")
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
+            hd.average_gradients(model)              # several ranks: the global batch's gradient
             if config.grad_clip is not None:
                 scaler.unscale_(optimizer)
                 torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
             scaler.step(optimizer)
             scaler.update()
             entry = {"step": step + 1, "lr": optimizer.param_groups[0]["lr"]}
-            entry.update({k: float(v.detach()) for k, v in terms.items()})
+            entry.update(mean_terms(terms))
             scheduler.step()
             done = step + 1
             evaluated = done == config.steps or (config.eval_every and done % config.eval_every == 0)
-            if evaluated:
+            if evaluated and main:
                 metrics = _evaluate(task, model)
                 entry.update(metrics)
             history.append(entry)
             if log is not None:
                 log.write(json.dumps(entry) + "\n")
                 log.flush()
-            if evaluated or done % interval == 0 or time.monotonic() - last_save > 60 * config.checkpoint_minutes:
+            save = evaluated or done % interval == 0 or time.monotonic() - last_save > 60 * config.checkpoint_minutes
+            if hd.broadcast_object(save):        # rank 0's clock decides for every rank
                 checkpoint(done)
                 last_save = time.monotonic()
             bar.set_postfix(loss=f"{entry['loss']:.4f}", refresh=False)
@@ -392,10 +428,11 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
         bar.close()
         if log is not None:
             log.close()
-    if not metrics:  # resumed from the final checkpoint: nothing left to train
+    if not metrics and main:  # resumed from the final checkpoint: nothing left to train
         metrics = _evaluate(task, model)
-    if out is not None:
+    if out is not None and main:
         _save_json(out / METRICS, metrics)
+    hd.barrier()
     return TrainResult(model=model, history=history, metrics=metrics)
 
 

@@ -1,0 +1,123 @@
+"""Distributed training: 2 gloo ranks against one process (HAP-VR's first step), and the trainer under torchrun.
+
+The workers are spawned once (127.0.0.1 and a free port); the torchrun run is a subprocess bound to
+127.0.0.1. The smoke data are prepared in this process first, so the ranks read them from the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from hapref import distributed as hd
+from hapref.train import distributed_step as ds
+from hapref.train.hapvr import HAPVRTask, Variant, prepare_data
+
+WORLD = 2
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def hapvr_first_step(ap_scope: str, batch: dict | None = None) -> dict:
+    """Loss and averaged gradients of HAP-VR's first smoke step (this rank's batch, or ``batch``)."""
+    task = HAPVRTask("smoke", Variant(ap_scope=ap_scope))
+    torch.manual_seed(0)
+    model = task.build_model()
+    batch = task.batch(0, torch.device("cpu")) if batch is None else batch
+    terms = task.loss(model, batch)
+    terms["loss"].backward()
+    hd.average_gradients(model)
+    return {"loss": torch.tensor(hd.all_reduce_mean(terms["loss"])), "batch": batch,
+            "terms": {k: torch.tensor(hd.all_reduce_mean(v)) for k, v in terms.items()},
+            "grads": {name: p.grad.clone() for name, p in model.named_parameters()}}
+
+
+def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
+                      LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    assert hd.init_distributed("gloo")
+    out = {"global": hapvr_first_step("global"), "per_rank": hapvr_first_step("per_rank"),
+           "rows": ds.gather_rows(lambda rows: torch.stack([rows, rows * 0 + rank], 1), 5),
+           "batch": ds.rank_batch(torch.arange(10, 0, -1), 3),
+           "pool": ds.pool_pick(torch.Generator().manual_seed(0), 4)}
+    hd.barrier()
+    hd.destroy_distributed()
+    torch.save(out, os.path.join(out_dir, f"rank{rank}.pt"))
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    prepare_data("smoke")                              # cached for the workers
+    out = tmp_path_factory.mktemp("ranks")
+    mp.spawn(_worker, args=(WORLD, free_port(), str(out)), nprocs=WORLD, join=True)
+    return [torch.load(out / f"rank{r}.pt", weights_only=True) for r in range(WORLD)]
+
+
+def global_batch(ranks: list[dict], scope: str) -> dict:
+    parts = [r[scope]["batch"] for r in ranks]
+    return {"features": torch.cat([p["features"] for p in parts]), "teacher": torch.cat([p["teacher"] for p in parts]),
+            "relevance": torch.block_diag(*[p["relevance"] for p in parts])}
+
+
+def test_hapvr_two_ranks_equal_one_process_with_the_global_batch(ranks):
+    """2 ranks with batch B: the loss and gradients of one process on the 2B batch (block-diagonal labels)."""
+    batches = [r["global"]["batch"] for r in ranks]
+    assert not torch.equal(batches[0]["features"], batches[1]["features"])          # each rank its own shard
+    reference = hapvr_first_step("global", global_batch(ranks, "global"))         # no group here: one process
+    assert set(reference["terms"]) == {"infonce", "sshn", "reg", "video_ap", "frame_ap", "loss"}
+    for r in ranks:
+        for name, value in reference["terms"].items():
+            torch.testing.assert_close(r["global"]["terms"][name], value, rtol=1e-5, atol=1e-6)
+        for name, grad in reference["grads"].items():
+            torch.testing.assert_close(r["global"]["grads"][name], grad, rtol=1e-4, atol=1e-6)
+    assert sum(g.abs().sum() for g in reference["grads"].values()) > 0
+
+
+def test_per_rank_scope_is_the_mean_of_the_ranks_own_losses(ranks):
+    """ap_scope='per_rank' (the released HAP-VR): each rank ranks its own batch only, not the global batch."""
+    own = [hapvr_first_step("global", r["per_rank"]["batch"])["loss"] for r in ranks]
+    torch.testing.assert_close(ranks[0]["per_rank"]["loss"], torch.stack(own).mean(), rtol=1e-5, atol=1e-6)
+    whole = hapvr_first_step("global", global_batch(ranks, "per_rank"))["loss"]
+    assert abs(float(whole) - float(ranks[0]["per_rank"]["loss"])) > 1e-4
+
+
+def test_rank_helpers(ranks):
+    for r in ranks:        # row-sharded computation gathered in row order on every rank
+        assert r["rows"].tolist() == [[0, 0], [1, 0], [2, 0], [3, 1], [4, 1]]
+    assert ranks[0]["batch"].tolist() == [10, 9, 8] and ranks[1]["batch"].tolist() == [7, 6, 5]
+    assert ranks[0]["pool"] != ranks[1]["pool"]
+    with pytest.raises(ValueError, match="ap_scope"):
+        Variant(ap_scope="everywhere")
+
+
+def test_torchrun_trains_hapvr_with_one_eval_line(tmp_path):
+    """``torchrun --nproc_per_node=2 -m hapref.train hapvr``: one eval line, world_size 2 recorded, one checkpoint."""
+    prepare_data("smoke")
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--nproc_per_node=2",
+               "--master_addr=127.0.0.1", f"--master_port={free_port()}", "-m", "hapref.train", "hapvr",
+               "--profile", "smoke", "--out", str(out), "--no-progress"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-3000:]
+    eval_lines = [line for line in done.stdout.splitlines() if line.startswith("eval:")]
+    assert len(eval_lines) == 1, done.stdout
+    config = json.loads((out / "config.json").read_text())
+    assert config["world_size"] == 2
+    assert (out / "checkpoint.pt").is_file() and json.loads((out / "metrics.json").read_text())["mAP"] >= 0
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in log if "loss" in e] == list(range(1, 11))
