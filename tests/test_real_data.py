@@ -79,3 +79,18 @@ def test_backbone_flag_reaches_the_profile(tmp_path) -> None:
     assert task.settings["backbone"]["name"] == "small-cnn"
     with pytest.raises(SystemExit):
         main(["radial", "--profile", "smoke", "--backbone", "no-such-cnn", "--no-progress"])
+
+
+@pytest.mark.parametrize("pipeline", ["hapvr", "tca"])
+def test_decoded_frames_train(pipeline, tmp_path, capsys) -> None:
+    """--frames DIR: decoded frames (FramesDirectory layout) replace the generated unlabeled clips."""
+    rng = np.random.default_rng(0)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(12):
+        np.save(frames / f"clip{i:02d}.npy", rng.integers(0, 256, (int(rng.integers(4, 12)), 40, 48, 3), np.uint8))
+    out = tmp_path / "run"
+    assert main([pipeline, "--profile", "smoke", "--frames", str(frames), "--steps", "2", "--out", str(out),
+                 "--no-progress"]) == 0
+    assert "eval: mAP=" in capsys.readouterr().out
+    assert json.loads((out / "config.json").read_text())["settings"]["profile"]["frames_dir"] == str(frames)

@@ -5,6 +5,7 @@
   RandAugment, overlays, blur) of every clip, then Video-in-Video on the strong views; the labels mark the
   weak/strong pair of a clip and the clips mixed by Video-in-Video as positives (HAP-VR §3.4, Algorithm 1;
   https://github.com/gkordo/s2vs).
+* :class:`FrameClips` serves decoded frames on disk as training clips of the benchmark's size and length.
 * :func:`make_views` gives one clip a weak view and several strong views made of the named edits of
   :mod:`hapref.data.transforms` (the copy pairs the TCA pipeline contrasts).
 """
@@ -12,6 +13,8 @@
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -19,7 +22,7 @@ from torch import Tensor
 from hapref.data.augment import ClipAugmenter, video_in_video
 from hapref.data.transforms import TRANSFORMS
 
-__all__ = ["STRONG_SPATIAL", "STRONG_TEMPORAL", "WEAK_EDITS", "fit_length", "make_views", "s2vs_batch",
+__all__ = ["STRONG_SPATIAL", "STRONG_TEMPORAL", "WEAK_EDITS", "FrameClips", "fit_length", "make_views", "s2vs_batch",
            "s2vs_labels"]
 
 WEAK_EDITS = ("crop_resize", "hflip")
@@ -98,3 +101,42 @@ def s2vs_batch(clips: Tensor, num_frames: int, generator: torch.Generator, video
     strong = ClipAugmenter("strong", num_frames=num_frames)(clips, generator)
     strong, mixing = video_in_video(strong, generator, p=video_in_video_p)
     return weak, strong, s2vs_labels(mixing)
+
+
+class FrameClips:
+    """Training clips from decoded frames on disk (:class:`hapref.data.FramesDirectory`), in the benchmark's form.
+
+    ``clips[i]`` is uint8 ``[length, size, size, 3]``: video i's frames resized (bilinear, antialiased) to
+    ``size`` x ``size`` and cut to its first ``length`` frames (tiled when shorter), like the unlabeled split
+    of :func:`hapref.data.build_copy_benchmark` that the self-supervised pipelines otherwise train on.
+
+    Examples:
+        >>> import tempfile, pathlib, numpy as np
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> np.save(root / "a.npy", np.zeros((3, 20, 30, 3), np.uint8))
+        >>> clips = FrameClips(root, size=16, length=4)
+        >>> len(clips), tuple(clips[0].shape), clips[0].dtype
+        (1, (4, 16, 16, 3), torch.uint8)
+    """
+
+    def __init__(self, root: str | os.PathLike, size: int, length: int) -> None:
+        from hapref.data.loaders import FramesDirectory
+
+        if not Path(root).is_dir():
+            raise ValueError(f"frames must be a folder of <id>.npy files or <id>/ frame folders, got {str(root)!r}")
+        if size < 8 or length < 1:
+            raise ValueError(f"size must be >= 8 and length >= 1, got size={size}, length={length}")
+        self.videos, self.size, self.length = FramesDirectory(root), size, length
+        if len(self.videos) == 0:
+            raise ValueError(f"{root} holds no videos (<id>.npy files or <id>/ frame folders)")
+
+    def __len__(self) -> int:
+        return len(self.videos)
+
+    def __getitem__(self, index: int) -> Tensor:
+        frames = self.videos[index]["frames"]
+        frames = frames.repeat(math.ceil(self.length / frames.shape[0]), 1, 1, 1)[:self.length]
+        x = frames.permute(0, 3, 1, 2).float()
+        x = torch.nn.functional.interpolate(x, size=(self.size, self.size), mode="bilinear", antialias=True,
+                                            align_corners=False)
+        return x.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).contiguous()

@@ -44,6 +44,8 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="train on pre-extracted frame features (DnS/S2VS layout; hapvr, tca)")
     parser.add_argument("--vcdb", default=None, metavar="vcdb.pickle",
                         help="with --features: supervise TCA with VCDB's copy pairs, its distractors in the bank")
+    parser.add_argument("--frames", default=None, metavar="DIR",
+                        help="train on decoded frames (<id>.npy or <id>/*.jpg; hapvr, tca) instead of generated clips")
     parser.add_argument("--backbone", default=None, help="frame extractor (see hapref.features.BACKBONES)")
     parser.add_argument("--out", default=None, help="run folder: config.json, checkpoint.pt, log.jsonl, metrics.json")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out (same settings)")
@@ -80,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
             overrides["steps"] = str(args.steps)
         if args.device is not None:
             overrides["device"] = args.device
-        for key in ("features", "vcdb"):
+        for key, setting in (("features", "features"), ("vcdb", "vcdb"), ("frames", "frames_dir")):
             if getattr(args, key) is not None:
-                overrides[key] = getattr(args, key)
+                overrides[setting] = getattr(args, key)
         if args.backbone is not None:
             nested = isinstance(pipeline.PROFILES[args.profile], dict)
             overrides["backbone.name" if nested else "backbone"] = args.backbone

@@ -31,7 +31,7 @@ from hapref.data.benchmark import build_copy_benchmark
 from hapref.data.cache import config_key, data_root, load_cached, source_digest
 from hapref.data import augment as augment_module, views as views_module
 from hapref.data.feature_views import feature_batch, held_out_copies, read_feature_videos
-from hapref.data.views import s2vs_batch
+from hapref.data.views import FrameClips, s2vs_batch
 from hapref.features import PCAWhitening, load_backbone, pool_layers
 from hapref.features import backbones as backbones_module, pooling as pooling_module
 from hapref.files import atomic_torch_save
@@ -50,7 +50,7 @@ LOSSES: tuple[str, ...] = VIDEO_LOSSES
 DEFAULT_LOSS = "quadlinear_ap"
 DATA_VERSION = 2
 DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "view_batches", "batch_videos", "whiten_dim",
-               "backbone", "teacher")
+               "frames_dir", "backbone", "teacher")
 TEACHERS = ("backbone", "dino")
 
 
@@ -75,6 +75,7 @@ class HAPVRProfile:
     weight_decay: float = 1e-2
     features: str | None = None  # HDF5 frame features (DnS/S2VS layout) to train on instead of the benchmark
     held_out: int = 8           # with ``features``: the last videos of the file, kept out for evaluation
+    frames_dir: str | None = None   # decoded frames (FramesDirectory layout) as the unlabeled training clips
 
 
 PROFILES: dict[str, HAPVRProfile] = {
@@ -203,9 +204,24 @@ def _prepare_from_features(p: HAPVRProfile) -> HAPVRData:
                      database_valid=valid.clone(), relevance=relevance)
 
 
+@lru_cache(maxsize=2)
+def _frame_clips(root: str, size: int, length: int) -> FrameClips:
+    return FrameClips(root, size, length)
+
+
+def clip_source(bench, profile: HAPVRProfile):
+    """The unlabeled training clips: the benchmark's split, or decoded frames on disk (``frames_dir``, resized to
+    the benchmark's frame size and training-clip length)."""
+    if profile.frames_dir is None:
+        return bench.train
+    return _frame_clips(profile.frames_dir, bench.config.frame_size, bench.config.train_frames)
+
+
 def training_clips(bench, profile: HAPVRProfile, clips: Tensor) -> Tensor:
-    """uint8 ``[B, T, H, W, 3]``: the unlabeled training clips ``clips`` of ``bench``, every ``stride``-th frame."""
-    return torch.stack([bench.train[int(c)][::profile.stride] for c in clips])
+    """uint8 ``[B, T, H, W, 3]``: the unlabeled training clips ``clips`` (:func:`clip_source`), every ``stride``-th
+    frame."""
+    source = clip_source(bench, profile)
+    return torch.stack([source[int(c)][::profile.stride] for c in clips])
 
 
 @lru_cache(maxsize=4)
@@ -224,7 +240,7 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
     if cached is not None and set(cached) == {f.name for f in fields(HAPVRData)}:
         return HAPVRData(**cached)
     encode = FrameEncoder(p, bench.config.frame_size)
-    n_clips = min(p.train_clips, len(bench.train))
+    n_clips = min(p.train_clips, len(clip_source(bench, p)))
     regions, teacher, labels = [], [], []
     for b in tqdm(range(p.view_batches), disable=not progress, desc="training views"):
         g = torch.Generator().manual_seed(b)
@@ -301,7 +317,7 @@ class HAPVRTask:
             whitening = PCAWhitening(**self.data.whitening)
             self._fresh = (bench, FrameEncoder(self.profile, bench.config.frame_size), whitening)
         bench, encode, whitening = self._fresh
-        n_clips = min(self.profile.train_clips, len(bench.train))
+        n_clips = min(self.profile.train_clips, len(clip_source(bench, self.profile)))
         clips = training_clips(bench, self.profile, rank_batch(torch.randperm(n_clips, generator=g),
                                                                self.profile.batch_videos))
         regions, teacher, labels = encode.batch(clips, self.profile.frames, rank_stream(g))

@@ -41,7 +41,7 @@ from hapref.similarity.chamfer import chamfer_similarity, mean_pooled_similarity
 from hapref.similarity.network import pad_videos
 from hapref.data import views as views_module
 from hapref.data.feature_views import held_out_copies, read_feature_videos, temporal_view
-from hapref.data.views import make_views
+from hapref.data.views import FrameClips, make_views
 from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
@@ -55,7 +55,7 @@ POOLINGS: tuple[str, ...] = ("l3irmac", "imac")
 MEASURES: tuple[str, ...] = ("cosine", "chamfer", "symmetric_chamfer")
 DATA_VERSION = 3
 DATA_FIELDS = ("benchmark", "train_clips", "distractor_clips", "frames", "stride", "eval_stride", "strong_views",
-               "whiten_dim", "backbone")
+               "whiten_dim", "backbone", "frames_dir")
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ class TCAProfile:
     features: str | None = None  # HDF5 frame features (DnS/S2VS layout) to train on instead of the benchmark
     vcdb: str | None = None      # with ``features``: VCDB's vcdb.pickle, whose copy pairs become the positives
     held_out: int = 8            # with ``features``: the last videos of the file, kept out for evaluation
+    frames_dir: str | None = None    # decoded frames (FramesDirectory layout): the unlabeled clips and distractors
 
 
 #: Dropout 0.5 as the paper states (the released ``train.py`` builds the model with 0.2).
@@ -179,11 +180,13 @@ def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: 
 
     g = torch.Generator().manual_seed(0)
     train, distractors = [], []
-    n_pairs = min(p.train_clips, len(bench.train) // 2)
-    n_distractors = min(p.distractor_clips, len(bench.train) - n_pairs)
+    source = bench.train if p.frames_dir is None else FrameClips(p.frames_dir, bench.config.frame_size,
+                                                                  bench.config.train_frames)
+    n_pairs = min(p.train_clips, len(source) // 2)
+    n_distractors = min(p.distractor_clips, len(source) - n_pairs)
     for c in tqdm(range(n_pairs + n_distractors), disable=not progress, desc="training views"):
         count = p.strong_views if c < n_pairs else 0
-        views = torch.stack(make_views(bench.train[c][::p.stride], count, p.frames, g))  # [V, T, H, W, 3]
+        views = torch.stack(make_views(source[c][::p.stride], count, p.frames, g))  # [V, T, H, W, 3]
         (train if c < n_pairs else distractors).append(encode(views.flatten(0, 1)).view(*views.shape[:2], -1))
     raw = torch.stack(train)
     whitening = PCAWhitening.fit(raw, dim=min(p.whiten_dim, raw.shape[-1]))
