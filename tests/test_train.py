@@ -78,8 +78,9 @@ def test_checkpoint_is_plain_and_loads_with_weights_only(tmp_path) -> None:
     cfg = TrainConfig(steps=3, lr=1e-3)
     result = fit(ToyRegression(), cfg, out_dir=tmp_path, progress=False)
     state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
-    assert sorted(state) == ["history", "model", "optimizer", "preprocess", "rng", "scaler", "scheduler", "step",
-                             "task"]
+    assert sorted(state) == ["history", "model", "optimizer", "preprocess", "rng", "rng_ranks", "scaler", "scheduler",
+                             "step", "task", "world_size"]
+    assert state["world_size"] == 1 and state["rng_ranks"] == []        # one process: its RNG state is "rng"
     model = ToyRegression().build_model()
     model.load_state_dict(state["model"])
     for name, value in result.model.state_dict().items():

@@ -22,6 +22,7 @@ from hapref.losses.radial import (Quadruplet1Loss, Quadruplet2Loss, QuadletLoss,
                                   squared_distance)
 from hapref.metrics import mean_average_precision, ndcg, quadlet_precision, triplet_precision
 from hapref.models.radial import QuadletVideoNet
+from hapref.distributed import get_world_size, rank_rows
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
 
@@ -136,7 +137,8 @@ class RadialTask:
 
     def batch(self, step: int, device: torch.device) -> tuple[Tensor, Tensor, int]:
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
-        index = _sample(self.loss_name, self.train_split, self.settings["batch"], generator)
+        batch = self.settings["batch"]         # torchrun: this rank's rows of the global batch of W·batch tuples
+        index = _sample(self.loss_name, self.train_split, batch * get_world_size(), generator)[rank_rows(batch)]
         rows = index.T.reshape(-1)  # all q's, then all p's, ...
         return (self.train_split.features[rows].to(device), self.train_split.lengths[rows], index.shape[1])
 

@@ -33,7 +33,7 @@ from hapref.data.cache import config_key, data_root, load_cached, source_digest
 from hapref.features import PCAWhitening, load_backbone, pool_layers
 from hapref.features import backbones as backbones_module, pooling as pooling_module
 from hapref.files import atomic_torch_save
-from hapref.losses.memory_bank import MemoryBank, contrastive_loss, contrastive_similarities
+from hapref.losses.memory_bank import MemoryBank, contrastive_loss
 from hapref.models.aggregators import AGGREGATORS, build_aggregator
 from hapref.models.momentum import MomentumEncoder
 from hapref.models.tca import TemporalContextAggregator
@@ -43,6 +43,7 @@ from hapref.data import views as views_module
 from hapref.data.feature_views import held_out_copies, read_feature_videos, temporal_view
 from hapref.data.views import FrameClips, make_views
 from hapref.metrics import mean_average_precision, micro_average_precision
+from hapref.train.distributed_step import enqueue_all_ranks, global_contrastive_similarities, rank_batch, rank_stream
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
 from hapref.utils import get_device
@@ -368,11 +369,12 @@ class TCATask:
     def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
         n_clips, n_views = self.data.train.shape[:2]
-        clips = torch.randperm(n_clips, generator=g)[:self.profile.batch_videos]
-        anchor = torch.randint(0, n_views, (len(clips),), generator=g)
-        positive = (anchor + torch.randint(1, n_views, (len(clips),), generator=g)) % n_views  # another view
+        clips = rank_batch(torch.randperm(n_clips, generator=g), self.profile.batch_videos)   # torchrun: a shard
+        views = rank_stream(g)                                  # one process: g itself
+        anchor = torch.randint(0, n_views, (len(clips),), generator=views)
+        positive = (anchor + torch.randint(1, n_views, (len(clips),), generator=views)) % n_views  # another view
         n_distractors = len(self.data.distractors)
-        distractors = torch.randperm(n_distractors, generator=g)[:self.profile.distractors_per_step]
+        distractors = rank_batch(torch.randperm(n_distractors, generator=g), self.profile.distractors_per_step)
         return {"anchor": self.data.train[clips, anchor].to(device),
                 "positive": self.data.train[clips, positive].to(device), "clips": clips.to(device),
                 "distractors": self.data.distractors[distractors].to(device),
@@ -385,10 +387,11 @@ class TCATask:
         with torch.no_grad():                                   # key encoder = query encoder (momentum 0)
             key = model.keys(batch["positive"]).float()
             negatives = model.keys(batch["distractors"]).float() if model.bank is not None else None
-        sims, valid = contrastive_similarities(query, key, model.bank, batch["clips"])
+        # torchrun: every rank's keys are in-batch negatives, every rank's distractors enter the bank
+        sims, valid = global_contrastive_similarities(query, key, model.bank, batch["clips"])
         loss = self.criterion(sims, valid)
         if negatives is not None:                               # after the loss: negatives of later steps
-            model.bank.enqueue(negatives, batch["distractor_ids"])
+            enqueue_all_ranks(model.bank, negatives, batch["distractor_ids"])
         return {"loss": loss, "s_pos": sims[:, 0].mean().detach()}
 
     def scores(self, model: AggregatorWithBank | TemporalContextAggregator) -> dict[str, Tensor]:
