@@ -33,6 +33,8 @@ from hapref.losses.autossvh import (AutoSSVHWeights, autossvh_loss, component_vo
 from hapref.metrics.hamming import hamming_map_at_ns
 from hapref.models.autossvh import AutoSSVHNet, num_dropped, random_drop
 from hapref.search import HammingIndex
+from hapref.distributed import all_gather_with_grad, rank_rows
+from hapref.train.distributed_step import gather_rows, rank_batch, rank_stream
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
 
@@ -214,15 +216,18 @@ class AutoSSVHTask:
 
     def batch(self, step: int, device: torch.device) -> tuple[int, Tensor, Tensor, Tensor, Tensor]:
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
-        rows = torch.randperm(len(self.train_x), generator=generator)[: self.settings["batch"]]
-        drop1, drop2 = random_drop(len(rows), self.settings["frames"], self.num_drop, generator, device,
+        rows = rank_batch(torch.randperm(len(self.train_x), generator=generator), self.settings["batch"])
+        drop1, drop2 = random_drop(len(rows), self.settings["frames"], self.num_drop, rank_stream(generator), device,
                                    independent=self.independent)
         return step, rows, self.train_x[rows].to(device), drop1, drop2
 
     def recluster(self, model: AutoSSVHNet) -> None:
-        """k-means over the binary codes of the whole training set, then voted centres (Eq. 10–12)."""
+        """k-means over the binary codes of the whole training set, then voted centres (Eq. 10–12).
+
+        Under torchrun each rank encodes its share of the set and every rank clusters the codes of all ranks.
+        """
         device = next(model.parameters()).device
-        codes = model.encode(self.train_x.to(device))
+        codes = gather_rows(lambda rows: model.encode(self.train_x[rows].to(device)), len(self.train_x))
         self.clusters = []
         for i, k in enumerate(self.settings["clusters"]):
             assigned = kmeans_clusters(codes, k, seed=self.seed * 100 + i)
@@ -241,6 +246,7 @@ class AutoSSVHTask:
             _, b, recon = model.view(x, drop, kept)
             fr = fr + frame_reconstruction(recon, x.gather(1, drop[..., None].expand(-1, -1, x.shape[-1]))) / 2
             codes.append(b)
+        codes = [all_gather_with_grad(b) for b in codes]       # torchrun: contrast the views of all ranks' videos
         if self.settings["contrast"] == "dcl":
             vc = dcl_loss(codes[0], codes[1], self.weights.tau, self.weights.tau_plus)
         else:
@@ -248,7 +254,8 @@ class AutoSSVHTask:
         p2 = x.new_zeros(())
         for assigned, centres in self.clusters if self.use_p2set else []:
             target = assigned[rows.to(assigned.device)]
-            p2 = p2 + sum(p2set_loss(b, target, centres) for b in codes) / (2 * len(self.clusters))
+            mine = [b[rank_rows(len(rows))] for b in codes]     # this rank's rows of the gathered codes
+            p2 = p2 + sum(p2set_loss(b, target, centres) for b in mine) / (2 * len(self.clusters))
         total = autossvh_loss(fr if self.use_fr else torch.zeros_like(fr), vc, p2, self.weights)
         return {"loss": total, "fr": fr, "vc": vc, "p2set": p2}
 
@@ -260,7 +267,7 @@ class AutoSSVHTask:
             return [(None, drop1), (None, drop2)]
         out = []
         for v in range(2):
-            generator = torch.Generator().manual_seed(self.seed * 7_919 + 2 * step + v)
+            generator = rank_stream(torch.Generator().manual_seed(self.seed * 7_919 + 2 * step + v))
             kept, _, drop = model.sample(x, self.num_drop, adversarial=self.adversarial, delta=self.settings["delta"],
                                          generator=generator)
             out.append((kept, drop))
