@@ -208,3 +208,26 @@ def test_pairwise_cosine_of_half_precision_zero_and_tiny_rows_is_finite(dtype):
 def test_similarity_helpers_name_the_argument(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: __import__("hapref.losses", fromlist=["x"]).TripletLoss(margin=-0.1), "margin"),
+    (lambda: __import__("hapref.losses", fromlist=["x"]).QuadletLoss(g1=0.7, g2=-0.3, g3=0.5), "g2"),
+    (lambda: __import__("hapref.losses", fromlist=["x"]).RadialLoss(margin=-1.0), "margin"),
+    (lambda: __import__("hapref.losses", fromlist=["x"]).Quadruplet1Loss(margin=-0.5), "margin"),
+    (lambda: __import__("hapref.losses", fromlist=["x"]).Quadruplet2Loss(1.0, -0.5), "margin2"),
+])
+def test_tuple_losses_refuse_negative_margins(make, name):
+    with pytest.raises(ValueError, match=f"{name} must be >= 0"):
+        make()
+
+
+def test_tuple_losses_refuse_infinite_embeddings():
+    from hapref.losses import QuadletLoss, RadialLoss, TripletLoss
+    q, p, i, n = torch.randn(4, 3, 5)
+    n[1, 2] = float("inf")
+    with pytest.raises(ValueError, match="n must be finite"):
+        TripletLoss()(q, p, n)
+    for loss in (QuadletLoss(), RadialLoss()):
+        with pytest.raises(ValueError, match="n must be finite"):
+            loss(q, p, i, n)
