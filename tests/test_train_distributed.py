@@ -11,14 +11,17 @@ import os
 import socket
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 import torch
 import torch.multiprocessing as mp
+from torch import nn
 
 from hapref import distributed as hd
 from hapref.train import distributed_step as ds
+from hapref.train import TrainConfig, fit
 from hapref.train.hapvr import HAPVRTask, Variant, prepare_data
 
 WORLD = 2
@@ -39,9 +42,51 @@ def hapvr_first_step(ap_scope: str, batch: dict | None = None) -> dict:
     terms = task.loss(model, batch)
     terms["loss"].backward()
     hd.average_gradients(model)
-    return {"loss": torch.tensor(hd.all_reduce_mean(terms["loss"])), "batch": batch,
+    return {"loss": torch.tensor(hd.all_reduce_mean(terms["loss"])), "batch": batch, "local": terms["loss"].detach(),
             "terms": {k: torch.tensor(hd.all_reduce_mean(v)) for k, v in terms.items()},
             "grads": {name: p.grad.clone() for name, p in model.named_parameters()}}
+
+
+class ShardedToy:
+    """y = x·w + noise with dropout (the RNG state matters); each rank takes its rows of the step's 2·16 rows."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.fail_at = fail_at
+        self.w = torch.randn(6, 1, generator=torch.Generator().manual_seed(5))
+
+    def build_model(self) -> nn.Module:
+        return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 1))
+
+    def batch(self, step: int, device: torch.device) -> torch.Tensor:
+        if step == self.fail_at:
+            raise KeyboardInterrupt("simulated interruption")
+        rows = ds.rank_batch(torch.randperm(40, generator=torch.Generator().manual_seed(step)), 16)
+        return torch.randn(40, 6, generator=torch.Generator().manual_seed(99))[rows].to(device)
+
+    def loss(self, model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"loss": (model(x) - x @ self.w).pow(2).mean()}
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        x = torch.randn(8, 6, generator=torch.Generator().manual_seed(7))
+        return {"mse": float((model(x) - x @ self.w).pow(2).mean())}
+
+
+TOY = TrainConfig(steps=6, lr=1e-2, seed=3, eval_every=3, amp=False)
+
+
+def resume_runs(out_dir: Path) -> dict:
+    """A 2-rank run interrupted at step 4 and resumed vs uninterrupted; a 1-process run resumed by 2 ranks."""
+    reference = fit(ShardedToy(), TOY, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        fit(ShardedToy(fail_at=4), TOY, out_dir=out_dir / "same", progress=False)
+    resumed = fit(ShardedToy(), TOY, out_dir=out_dir / "same", resume=True, progress=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        other = fit(ShardedToy(), TOY, out_dir=out_dir / "other", resume=True, progress=False)
+    return {"exact": all(torch.equal(v, resumed.model.state_dict()[k]) for k, v in reference.model.state_dict().items()),
+            "losses": [[h["loss"] for h in r.history] for r in (reference, resumed)],
+            "metrics": [reference.metrics, resumed.metrics, other.metrics],
+            "warnings": [str(w.message) for w in caught], "other_steps": len(other.history)}
 
 
 def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
@@ -52,7 +97,8 @@ def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
     out = {"global": hapvr_first_step("global"), "per_rank": hapvr_first_step("per_rank"),
            "rows": ds.gather_rows(lambda rows: torch.stack([rows, rows * 0 + rank], 1), 5),
            "batch": ds.rank_batch(torch.arange(10, 0, -1), 3),
-           "pool": ds.pool_pick(torch.Generator().manual_seed(0), 4)}
+           "pool": ds.pool_pick(torch.Generator().manual_seed(0), 4),
+           "resume": resume_runs(Path(out_dir))}
     hd.barrier()
     hd.destroy_distributed()
     torch.save(out, os.path.join(out_dir, f"rank{rank}.pt"))
@@ -62,6 +108,8 @@ def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
 def ranks(tmp_path_factory):
     prepare_data("smoke")                              # cached for the workers
     out = tmp_path_factory.mktemp("ranks")
+    with pytest.raises(KeyboardInterrupt):             # a one-process run the 2 ranks resume
+        fit(ShardedToy(fail_at=4), TOY, out_dir=out / "other", progress=False)
     mp.spawn(_worker, args=(WORLD, free_port(), str(out)), nprocs=WORLD, join=True)
     return [torch.load(out / f"rank{r}.pt", weights_only=True) for r in range(WORLD)]
 
@@ -86,12 +134,15 @@ def test_hapvr_two_ranks_equal_one_process_with_the_global_batch(ranks):
     assert sum(g.abs().sum() for g in reference["grads"].values()) > 0
 
 
-def test_per_rank_scope_is_the_mean_of_the_ranks_own_losses(ranks):
+def test_per_rank_scope_ranks_each_rank_s_own_batch(ranks):
     """ap_scope='per_rank' (the released HAP-VR): each rank ranks its own batch only, not the global batch."""
-    own = [hapvr_first_step("global", r["per_rank"]["batch"])["loss"] for r in ranks]
-    torch.testing.assert_close(ranks[0]["per_rank"]["loss"], torch.stack(own).mean(), rtol=1e-5, atol=1e-6)
-    whole = hapvr_first_step("global", global_batch(ranks, "per_rank"))["loss"]
-    assert abs(float(whole) - float(ranks[0]["per_rank"]["loss"])) > 1e-4
+    for r in ranks:
+        assert torch.equal(r["per_rank"]["batch"]["features"], r["global"]["batch"]["features"])   # same data
+    own = hapvr_first_step("global", ranks[1]["per_rank"]["batch"])["loss"]        # one process, rank 1's batch
+    torch.testing.assert_close(ranks[1]["per_rank"]["local"], own, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ranks[0]["per_rank"]["loss"], (ranks[0]["per_rank"]["local"] + own) / 2,
+                               rtol=1e-5, atol=1e-6)
+    assert abs(float(ranks[0]["per_rank"]["loss"]) - float(ranks[0]["global"]["loss"])) > 1e-4
 
 
 def test_rank_helpers(ranks):
@@ -121,3 +172,16 @@ def test_torchrun_trains_hapvr_with_one_eval_line(tmp_path):
     assert (out / "checkpoint.pt").is_file() and json.loads((out / "metrics.json").read_text())["mAP"] >= 0
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [e["step"] for e in log if "loss" in e] == list(range(1, 11))
+
+
+def test_resume_with_two_ranks(ranks, tmp_path):
+    """Same world size: bit for bit (every rank's RNG state is saved); another world size: continues and says so."""
+    main, other = ranks[0]["resume"], ranks[1]["resume"]
+    assert main["exact"] and other["exact"]
+    assert main["losses"][0] == main["losses"][1] and len(main["losses"][0]) == TOY.steps
+    assert main["metrics"][0] == main["metrics"][1] and other["metrics"] == [{}, {}, {}]   # rank 0 alone evaluates
+    assert main["other_steps"] == TOY.steps and "mse" in main["metrics"][2]
+    assert any("world size 1" in w and "2 process" in w for w in main["warnings"]), main["warnings"]
+    assert not any("world size" in w for w in other["warnings"])
+    single = fit(ShardedToy(), TOY, progress=False)                  # one process draws other batches
+    assert [h["loss"] for h in single.history] != main["losses"][0]
