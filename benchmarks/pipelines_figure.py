@@ -58,24 +58,24 @@ ROWS = [
 
 
 def draw(path: Path) -> None:
-    width, height, gap = 2.15, 0.82, 0.42
-    fig, ax = plt.subplots(figsize=(15.5, 7.2))
+    width, height, gap = 2.5, 0.95, 0.36
+    fig, ax = plt.subplots(figsize=(16, 8.2))
     for r, (name, chapters, stages) in enumerate(ROWS):
         y = -1.25 * r
-        ax.text(-0.15, y, f"{name}\n({chapters})", ha="right", va="center", fontsize=12, fontweight="bold")
+        ax.text(-0.15, y, f"{name}\n({chapters})", ha="right", va="center", fontsize=15, fontweight="bold")
         for s, (kind, label) in enumerate(stages):
             x = s * (width + gap)
             box = FancyBboxPatch((x, y - height / 2), width, height, boxstyle="round,pad=0.02,rounding_size=0.08",
                                  facecolor=KINDS[kind][0], edgecolor="#555555", linewidth=1.0)
             ax.add_patch(box)
-            ax.text(x + width / 2, y, label, ha="center", va="center", fontsize=9.5)
+            ax.text(x + width / 2, y, label, ha="center", va="center", fontsize=11.5)
             if s:
                 ax.add_patch(FancyArrowPatch((x - gap + 0.03, y), (x - 0.03, y), arrowstyle="-|>",
                                              mutation_scale=14, color="#333333", linewidth=1.2))
     handles = [plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="#555555") for c, _ in KINDS.values()]
     ax.legend(handles, [label for _, label in KINDS.values()], loc="lower center", ncol=len(KINDS),
-              bbox_to_anchor=(0.5, -0.08), frameon=False, fontsize=10)
-    ax.set_xlim(-2.0, 6 * (width + gap))
+              bbox_to_anchor=(0.5, -0.08), frameon=False, fontsize=13)
+    ax.set_xlim(-2.1, 6 * (width + gap))
     ax.set_ylim(-1.25 * (len(ROWS) - 1) - 0.75, 0.6)
     ax.set_axis_off()
     fig.tight_layout()
