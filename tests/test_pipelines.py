@@ -40,7 +40,7 @@ def test_tca_defaults_and_released_preset() -> None:
     r = tca.PROFILES["released"]
     assert (r.frames, r.whiten_dim, r.nhead, r.dim_feedforward, r.dropout, r.bank_size, r.lr, r.backbone) == \
         (64, 1024, 8, 2048, 0.5, 4096, 1e-5, "resnet50")
-    assert all(p.dropout == 0.5 for p in tca.PROFILES.values())
+    assert r.pad_views and all(p.dropout == 0.5 for p in tca.PROFILES.values())
     with pytest.raises(ValueError, match="m"):
         tca.Variant(m=1.5)
 
@@ -95,3 +95,22 @@ def test_autossvh_released_presets_follow_the_configs() -> None:
         autossvh.released_profile("kinetics")
     with pytest.raises(ValueError, match="pre-extracted"):
         autossvh.video_features("released")
+
+
+def test_tca_padded_views_carry_valid_flags_into_the_loss() -> None:
+    """pad_views (the released 64-frame crops): short views are zero-padded and the padding is masked out."""
+    from dataclasses import replace
+
+    from hapref.train import tca
+    profile = replace(tca.PROFILES["smoke"], pad_views=True, frames=12)     # smoke clips have 8 frames
+    task = tca.TCATask(profile, tca.Variant(), seed=0)
+    assert not task.data.train_valid.all() and task.data.train_valid[..., 0].all()
+    batch = task.batch(0, torch.device("cpu"))
+    model = task.build_model().eval()
+    terms = task.loss(model, batch)
+    assert torch.isfinite(terms["loss"])
+    garbage = dict(batch, anchor=torch.where(batch["anchor_valid"][..., None], batch["anchor"], torch.tensor(1e3)))
+    model.bank = None
+    with torch.no_grad():                     # padded frames do not change the anchor embeddings
+        assert torch.allclose(model(batch["anchor"], batch["anchor_valid"]),
+                              model(garbage["anchor"], garbage["anchor_valid"]), atol=1e-5)

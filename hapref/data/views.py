@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -22,7 +23,8 @@ from torch import Tensor
 from hapref.data.augment import ClipAugmenter, video_in_video
 from hapref.data.transforms import TRANSFORMS
 
-__all__ = ["STRONG_SPATIAL", "STRONG_TEMPORAL", "WEAK_EDITS", "FrameClips", "fit_length", "make_views", "s2vs_batch",
+__all__ = ["STRONG_SPATIAL", "STRONG_TEMPORAL", "WEAK_EDITS", "FrameClips", "crop_or_pad", "fit_length",
+           "make_padded_views", "make_views", "s2vs_batch",
            "s2vs_labels"]
 
 WEAK_EDITS = ("crop_resize", "hflip")
@@ -45,6 +47,55 @@ def fit_length(frames: Tensor, length: int, generator: torch.Generator) -> Tenso
     return frames[start:start + length]
 
 
+def crop_or_pad(frames: Tensor, length: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """``length`` frames of ``frames [T, ...]`` and their valid flags ``[length]``: a random window if longer,
+    else every frame followed by zero padding (valid False), as the released TCA loader pads to a fixed size.
+
+    Examples:
+        >>> x, valid = crop_or_pad(torch.ones(3, 2), 5, torch.Generator().manual_seed(0))
+        >>> x[:, 0].tolist(), valid.tolist()
+        ([1.0, 1.0, 1.0, 0.0, 0.0], [True, True, True, False, False])
+    """
+    if length < 1:
+        raise ValueError(f"length must be >= 1, got {length}")
+    n = frames.shape[0]
+    if n >= length:
+        start = int(torch.randint(0, n - length + 1, (), generator=generator))
+        return frames[start:start + length], torch.ones(length, dtype=torch.bool)
+    pad = frames.new_zeros((length - n, *frames.shape[1:]))
+    return torch.cat([frames, pad]), torch.arange(length) < n
+
+
+def _edited_views(clip: Tensor, count: int, generator: torch.Generator) -> Iterator[Tensor]:
+    """The weak view and ``count`` strong views of ``clip`` before they are fitted to a length, one at a time
+    (the caller fits each before the next is drawn, so the random stream is the same as fitting inline)."""
+    def edit(frames: Tensor, names: list[str]) -> Tensor:
+        for name in names:
+            frames, _ = TRANSFORMS[name](frames, generator)
+        return frames
+
+    def pick(pool: tuple[str, ...], k: int) -> list[str]:
+        return [pool[i] for i in torch.randperm(len(pool), generator=generator)[:k].tolist()]
+
+    yield edit(clip, list(WEAK_EDITS))
+    for _ in range(count):
+        yield edit(clip, pick(STRONG_TEMPORAL, 1) + pick(STRONG_SPATIAL, 2))
+
+
+def make_padded_views(clip: Tensor, count: int, length: int, generator: torch.Generator,
+                      ) -> tuple[list[Tensor], list[Tensor]]:
+    """The views of :func:`make_views`, each cropped or zero-padded to ``length`` frames, and their valid flags.
+
+    Examples:
+        >>> clip = torch.randint(0, 256, (3, 16, 16, 3), dtype=torch.uint8)
+        >>> views, valid = make_padded_views(clip, 1, 6, torch.Generator().manual_seed(0))
+        >>> tuple(views[0].shape), valid[0].tolist()
+        ((6, 16, 16, 3), [True, True, True, False, False, False])
+    """
+    fitted = [crop_or_pad(v, length, generator) for v in _edited_views(clip, count, generator)]
+    return [v for v, _ in fitted], [m for _, m in fitted]
+
+
 def make_views(clip: Tensor, count: int, length: int, generator: torch.Generator) -> list[Tensor]:
     """One weak view (crop + flip) and ``count`` strong views (one temporal + two spatial edits) of ``clip``.
 
@@ -55,17 +106,7 @@ def make_views(clip: Tensor, count: int, length: int, generator: torch.Generator
         >>> [tuple(v.shape) for v in make_views(clip, 2, 4, torch.Generator().manual_seed(0))]
         [(4, 32, 32, 3), (4, 32, 32, 3), (4, 32, 32, 3)]
     """
-    def edit(frames: Tensor, names: list[str]) -> Tensor:
-        for name in names:
-            frames, _ = TRANSFORMS[name](frames, generator)
-        return fit_length(frames, length, generator)
-
-    def pick(pool: tuple[str, ...], k: int) -> list[str]:
-        return [pool[i] for i in torch.randperm(len(pool), generator=generator)[:k].tolist()]
-
-    views = [edit(clip, list(WEAK_EDITS))]
-    views += [edit(clip, pick(STRONG_TEMPORAL, 1) + pick(STRONG_SPATIAL, 2)) for _ in range(count)]
-    return views
+    return [fit_length(v, length, generator) for v in _edited_views(clip, count, generator)]
 
 
 def s2vs_labels(mixing: Tensor) -> Tensor:

@@ -41,7 +41,7 @@ from hapref.similarity.chamfer import chamfer_similarity, mean_pooled_similarity
 from hapref.similarity.network import pad_videos
 from hapref.data import views as views_module
 from hapref.data.feature_views import held_out_copies, read_feature_videos, temporal_view
-from hapref.data.views import FrameClips, make_views
+from hapref.data.views import FrameClips, make_padded_views, make_views
 from hapref.metrics import mean_average_precision, micro_average_precision
 from hapref.train.distributed_step import enqueue_all_ranks, global_contrastive_similarities, rank_batch, rank_stream
 from hapref.train.loop import TrainConfig
@@ -54,9 +54,9 @@ LOSSES: tuple[str, ...] = ("infonce", "circle", "triplet")
 DEFAULT_LOSS = "circle"
 POOLINGS: tuple[str, ...] = ("l3irmac", "imac")
 MEASURES: tuple[str, ...] = ("cosine", "chamfer", "symmetric_chamfer")
-DATA_VERSION = 3
+DATA_VERSION = 4
 DATA_FIELDS = ("benchmark", "train_clips", "distractor_clips", "frames", "stride", "eval_stride", "strong_views",
-               "whiten_dim", "backbone", "frames_dir")
+               "whiten_dim", "backbone", "frames_dir", "pad_views")
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ class TCAProfile:
     vcdb: str | None = None      # with ``features``: VCDB's vcdb.pickle, whose copy pairs become the positives
     held_out: int = 8            # with ``features``: the last videos of the file, kept out for evaluation
     frames_dir: str | None = None    # decoded frames (FramesDirectory layout): the unlabeled clips and distractors
+    pad_views: bool = False      # views keep their own length up to ``frames``, zero-padded with valid flags
 
 
 #: Dropout 0.5 as the paper states (the released ``train.py`` builds the model with 0.2).
@@ -103,11 +104,12 @@ PROFILES: dict[str, TCAProfile] = {
                        eval_every=500),
     # The released run (README of https://github.com/xwen99/temporal_context_aggregation): ResNet-50 L3-iRMAC
     # whitened to 1024-d, one Transformer layer (8 heads, FFN 2048), batch 64 per GPU x 8 GPUs, 16 background
-    # negatives per item, queue 4096, Adam lr 1e-5, wd 1e-4, 40 epochs; needs torchvision's ResNet-50 weights.
+    # negatives per item, queue 4096, Adam lr 1e-5, wd 1e-4, 40 epochs, 64-frame crops zero-padded with valid
+    # flags; needs torchvision's ResNet-50 weights.
     "released": TCAProfile("full", train_clips=4096, distractor_clips=4096, frames=64, stride=1, eval_stride=1,
                            strong_views=4, whiten_dim=1024, nhead=8, dim_feedforward=2048, dropout=0.5,
                            batch_videos=512, bank_size=4096, distractors_per_step=1024, steps=6000, lr=1e-5,
-                           warmup_steps=0, eval_every=1000, backbone="resnet50"),
+                           warmup_steps=0, eval_every=1000, backbone="resnet50", pad_views=True),
 }
 
 
@@ -147,7 +149,9 @@ class TCAData:
     """Precomputed, PCA-whitened frame descriptors of one profile (all on CPU)."""
 
     train: Tensor            # [C, V, T, D] every view of every training clip
+    train_valid: Tensor      # [C, V, T] bool: real frames (False = padding, with ``pad_views``)
     distractors: Tensor      # [Cd, T, D] weak view of every distractor clip (bank negatives)
+    distractors_valid: Tensor    # [Cd, T] bool
     whitening: dict          # state dict of the PCAWhitening fit on the training views
     queries: Tensor          # [Q, Tq, D]
     query_valid: Tensor       # [Q, Tq]
@@ -180,17 +184,23 @@ def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: 
             return pool_layers(backbone(frames), pooling).cpu()
 
     g = torch.Generator().manual_seed(0)
-    train, distractors = [], []
+    train, distractors, train_valid, distractors_valid = [], [], [], []
     source = bench.train if p.frames_dir is None else FrameClips(p.frames_dir, bench.config.frame_size,
                                                                   bench.config.train_frames)
     n_pairs = min(p.train_clips, len(source) // 2)
     n_distractors = min(p.distractor_clips, len(source) - n_pairs)
     for c in tqdm(range(n_pairs + n_distractors), disable=not progress, desc="training views"):
         count = p.strong_views if c < n_pairs else 0
-        views = torch.stack(make_views(source[c][::p.stride], count, p.frames, g))  # [V, T, H, W, 3]
+        if p.pad_views:
+            fitted, valid = make_padded_views(source[c][::p.stride], count, p.frames, g)
+        else:
+            fitted = make_views(source[c][::p.stride], count, p.frames, g)
+            valid = [torch.ones(p.frames, dtype=torch.bool)] * len(fitted)
+        views = torch.stack(fitted)                                                  # [V, T, H, W, 3]
         (train if c < n_pairs else distractors).append(encode(views.flatten(0, 1)).view(*views.shape[:2], -1))
-    raw = torch.stack(train)
-    whitening = PCAWhitening.fit(raw, dim=min(p.whiten_dim, raw.shape[-1]))
+        (train_valid if c < n_pairs else distractors_valid).append(torch.stack(valid))
+    raw, raw_valid = torch.stack(train), torch.stack(train_valid)
+    whitening = PCAWhitening.fit(raw[raw_valid], dim=min(p.whiten_dim, raw.shape[-1]))   # real frames only
 
     def eval_features(videos: list[Tensor]) -> tuple[Tensor, Tensor]:
         videos = tqdm(videos, disable=not progress, desc="eval videos")
@@ -198,7 +208,8 @@ def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: 
 
     queries, query_valid = eval_features(bench.queries.videos)
     database, database_valid = eval_features(bench.database.videos)
-    data = TCAData(train=whitening(raw), distractors=whitening(torch.stack(distractors)[:, 0]),
+    data = TCAData(train=whitening(raw), train_valid=raw_valid, distractors=whitening(torch.stack(distractors)[:, 0]),
+                   distractors_valid=torch.stack(distractors_valid)[:, 0],
                    whitening={k: v.clone() for k, v in whitening.state_dict().items()}, queries=queries,
                    query_valid=query_valid, database=database,
                    database_valid=database_valid, relevance=bench.relevance("DSVR"))
@@ -245,7 +256,8 @@ def _prepare_from_features(p: TCAProfile) -> TCAData:
     bank = torch.stack([temporal_view(rest[v], p.frames, False, g) for v in negatives])
     queries, database, relevance = held_out_copies(held, p.frames, torch.Generator().manual_seed(12345))
     valid = torch.ones(len(held), p.frames, dtype=torch.bool)
-    return TCAData(train=whitening(raw), distractors=whitening(bank),
+    return TCAData(train=whitening(raw), train_valid=torch.ones(raw.shape[:3], dtype=torch.bool),
+                   distractors=whitening(bank), distractors_valid=torch.ones(bank.shape[:2], dtype=torch.bool),
                    whitening={k: v.clone() for k, v in whitening.state_dict().items()}, queries=whitening(queries),
                    query_valid=valid, database=whitening(database), database_valid=valid.clone(), relevance=relevance)
 
@@ -375,18 +387,22 @@ class TCATask:
         positive = (anchor + torch.randint(1, n_views, (len(clips),), generator=views)) % n_views  # another view
         n_distractors = len(self.data.distractors)
         distractors = rank_batch(torch.randperm(n_distractors, generator=g), self.profile.distractors_per_step)
-        return {"anchor": self.data.train[clips, anchor].to(device),
-                "positive": self.data.train[clips, positive].to(device), "clips": clips.to(device),
-                "distractors": self.data.distractors[distractors].to(device),
+        d = self.data
+        return {"anchor": d.train[clips, anchor].to(device), "anchor_valid": d.train_valid[clips, anchor].to(device),
+                "positive": d.train[clips, positive].to(device),
+                "positive_valid": d.train_valid[clips, positive].to(device), "clips": clips.to(device),
+                "distractors": d.distractors[distractors].to(device),
+                "distractors_valid": d.distractors_valid[distractors].to(device),
                 "distractor_ids": (-1 - distractors).to(device)}     # negative ids: never the anchor's clip
 
     def loss(self, model: AggregatorWithBank, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         if model.key_encoder is not None:                       # MoCo: θ_k <- m θ_k + (1 - m) θ_q, then the keys
             model.key_encoder.update(model.aggregator)
-        query = model(batch["anchor"]).float()
+        query = model(batch["anchor"], batch["anchor_valid"]).float()
         with torch.no_grad():                                   # key encoder = query encoder (momentum 0)
-            key = model.keys(batch["positive"]).float()
-            negatives = model.keys(batch["distractors"]).float() if model.bank is not None else None
+            key = model.keys(batch["positive"], batch["positive_valid"]).float()
+            negatives = (model.keys(batch["distractors"], batch["distractors_valid"]).float()
+                         if model.bank is not None else None)
         # torchrun: every rank's keys are in-batch negatives, every rank's distractors enter the bank
         sims, valid = global_contrastive_similarities(query, key, model.bank, batch["clips"])
         loss = self.criterion(sims, valid)
