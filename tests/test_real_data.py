@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -94,3 +95,25 @@ def test_decoded_frames_train(pipeline, tmp_path, capsys) -> None:
                  "--no-progress"]) == 0
     assert "eval: mAP=" in capsys.readouterr().out
     assert json.loads((out / "config.json").read_text())["settings"]["profile"]["frames_dir"] == str(frames)
+
+
+REAL_VCDB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "annotations" / "vcdb" / "vcdb.pickle"
+
+
+@pytest.mark.skipif(not REAL_VCDB.is_file(), reason="real VCDB annotation file absent")
+def test_tca_trains_on_the_real_vcdb_pairs(tmp_path) -> None:
+    """The released vcdb.pickle: its copy pairs become TCA positives, its background videos the bank."""
+    from hapref.data.loaders import read_vcdb
+    from hapref.train import fit, load_pipeline
+
+    queries, positives, negs = read_vcdb(REAL_VCDB)
+    pairs = [(a, b) for a in queries for b in sorted(positives[a]) if a != b][:10]
+    ids = sorted({v for pair in pairs for v in pair}) + list(dict.fromkeys(negs))[:10]
+    path = tmp_path / "vcdb.hdf5"
+    write_features(path, ids + [f"zz-held{i}" for i in range(8)])
+    task, config = load_pipeline("tca").build("smoke", "circle", 0, progress=False,
+                                              overrides={"features": str(path), "vcdb": str(REAL_VCDB),
+                                                         "steps": "2"})
+    distinct = len({tuple(sorted(p)) for p in pairs})
+    assert len(task.data.train) == min(distinct, task.profile.train_clips) and len(task.data.distractors) == 8
+    assert 0.0 <= fit(task, config, progress=False).metrics["mAP"] <= 1.0
