@@ -51,7 +51,8 @@ def test_tca_trains_on_vcdb_copy_pairs(tmp_path, capsys) -> None:
     vcdb = write_vcdb(tmp_path, seed=0)
     queries, positives, negs = read_vcdb(vcdb)
     pairs = [(a, b) for a in queries[:12] for b in sorted(positives[a])][:6]
-    ids = sorted({v for pair in pairs for v in pair}) + negs[:10] + [f"zz-held{i}" for i in range(8)]  # sorted last: the held-out videos
+    held = [f"zz-held{i}" for i in range(8)]             # sorted last: the held-out videos
+    ids = sorted({v for pair in pairs for v in pair}) + negs[:10] + held
     path = tmp_path / "vcdb.hdf5"
     write_features(path, ids)
     task, _ = load_pipeline("tca").build("smoke", "circle", 0, progress=False,

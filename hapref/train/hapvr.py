@@ -291,7 +291,7 @@ class HAPVRTask:
         return {"profile": asdict(self.profile), "variant": asdict(self.variant)}
 
     def model_spec(self) -> dict[str, Any]:
-        """The model's constructor and arguments, and the preprocessing of its inputs (:func:`hapref.train.load_run`)."""
+        """The model's constructor and arguments and its inputs' preprocessing (:func:`hapref.train.load_run`)."""
         return {"factory": "hapref.models.hapvr:build_hapvr_network",
                 "kwargs": {"dims": int(self.data.train.shape[-1]), "temporal_k": self.variant.temporal_k},
                 "preprocess": {"whitening": "hapref.features.whitening:PCAWhitening"}}
@@ -307,8 +307,8 @@ class HAPVRTask:
             return {"features": self.data.train[k].to(device), "teacher": self.data.teacher[k].to(device),
                     "relevance": self.data.labels[k].to(device)}
         if self.profile.features is not None:
-            regions, teacher, labels = feature_file_batch(feature_videos(self.profile.features, self.profile.held_out)[0],
-                                                          self.profile, rank_stream(g))
+            videos = feature_videos(self.profile.features, self.profile.held_out)[0]
+            regions, teacher, labels = feature_file_batch(videos, self.profile, rank_stream(g))
             whitening = PCAWhitening(**self.data.whitening)
             return {"features": whitening(regions).to(device), "teacher": teacher.to(device),
                     "relevance": labels.to(device)}

@@ -202,14 +202,14 @@ def read_json(path: str | Path) -> dict[str, Any]:
         ...     read_json(Path(d) / "config.json")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: .../config.json is not a readable run file (JSONDecodeError); delete the run folder or train again with --force
+        ValueError: .../config.json is not a readable run file (JSONDecodeError); delete it or train with --force
     """
     path = Path(path)
     try:
         value = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path} is not a readable run file ({type(err).__name__}); delete the run folder or "
-                         f"train again with --force") from None
+        raise ValueError(f"{path} is not a readable run file ({type(err).__name__}); delete it or train with "
+                         f"--force") from None
     if not isinstance(value, dict):
         raise ValueError(f"{path} must hold a JSON object, got {type(value).__name__}")
     return value

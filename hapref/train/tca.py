@@ -366,11 +366,11 @@ class TCATask:
         return {"profile": asdict(self.profile), "variant": asdict(self.variant), "bank_size": self.bank_size}
 
     def model_spec(self) -> dict[str, Any]:
-        """The model's constructor and arguments, and the preprocessing of its inputs (:func:`hapref.train.load_run`)."""
+        """The model's constructor and arguments and its inputs' preprocessing (:func:`hapref.train.load_run`)."""
         p, v = self.profile, self.variant
         return {"factory": "hapref.train.tca:build_model",
-                "kwargs": {"dim": int(self.data.train.shape[-1]), "nhead": p.nhead, "dim_feedforward": p.dim_feedforward,
-                           "dropout": p.dropout, "bank_size": self.bank_size, "aggregator": v.aggregator,
+                "kwargs": {"dim": int(self.data.train.shape[-1]), "nhead": p.nhead,
+                           "dim_feedforward": p.dim_feedforward, "dropout": p.dropout, "bank_size": self.bank_size, "aggregator": v.aggregator,
                            "momentum": v.momentum},
                 "preprocess": {"whitening": "hapref.features.whitening:PCAWhitening"}}
 
