@@ -1,7 +1,7 @@
 """Pairs/s of hapref's streaming scorer vs the released pair-at-a-time evaluation loop, same process.
 
 Usage: ``python benchmarks/scoring.py [--queries 4] [--videos 60] [--frames 20 120] [--repeats 3]
-[--max-cells 2097152 ...] [--device cpu|cuda]``.
+[--max-cells 2097152 ...] [--device cpu|cuda] [--threads N]``.
 
 Data: random L2-normalised region features ``[T, R=9, D=512]`` with T uniform in ``--frames``; network: a
 randomly initialised released-format network (attention, ψ, hardtanh in [−1, 1], Chamfer), i.e. what
@@ -89,7 +89,7 @@ def gemm_flops(device: torch.device, size: int = 2048, repeats: int = 5) -> floa
 
 def seconds(fn: Callable[[], object], device: torch.device, repeats: int) -> float:
     fn()  # warm-up (allocator, oneDNN / cuDNN kernel selection)
-    times = []
+    times = []  # the median of the repeats is reported
     for _ in range(repeats):
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -138,7 +138,10 @@ def main() -> None:
     parser.add_argument("--max-cells", type=int, nargs="+", default=[2 ** 18, 2 ** 20, 2 ** 21])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--no-padded", action="store_true", help="skip the padded batch scorer")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     g = torch.Generator().manual_seed(0)
     queries = make_videos(args.queries, *args.frames, "q", g)

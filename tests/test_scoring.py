@@ -74,9 +74,9 @@ def test_groups_respect_max_cells_and_the_database_is_streamed(trained_like: Vid
     sizes = []
     original = scoring._Scorer.block_scores
 
-    def spy(self, q, t, max_cells):
+    def spy(self, q, t):
         sizes.append((q.size, t.size, len(q.starts), len(t.starts)))
-        return original(self, q, t, max_cells)
+        return original(self, q, t)
 
     monkeypatch.setattr(scoring._Scorer, "block_scores", spy)
     queries = videos([8, 12, 16], prefix="q")

@@ -34,6 +34,8 @@ from hapref.similarity.network import VideoSimilarityNetwork
 
 #: Frames per target chunk of the released evaluation loop (longer targets: chunk scores averaged).
 CHUNK_FRAMES = 2048
+#: Region products per tile of the frame-to-frame step (8 MiB in float32: reduced while in cache).
+_TILE = 2 ** 21
 
 
 def tile_to_min_len(frames: Tensor, min_len: int) -> Tensor:
@@ -69,16 +71,18 @@ def _frames_of(item: object, what: str) -> tuple[str, Tensor]:
 
 @dataclass
 class _Group:
-    """Videos laid end to end: features ``[L, R, D]`` (zero frames between videos) and the slot of each."""
+    """Videos laid end to end: their frames ``[N, R, D]`` and where each lies in the slotted layout.
+
+    In the slotted layout (``size`` frames) video i starts at ``starts[i]`` and is followed by zero frames
+    up to its slot's end; ``positions`` maps each of the N frames to its place there.
+    """
 
     features: Tensor
     starts: list[int]
     lengths: list[int]
     owners: list[int]     # index of the query / target each piece belongs to
-
-    @property
-    def size(self) -> int:
-        return self.features.shape[0]
+    size: int
+    positions: Tensor
 
 
 def _slot(length: int, align: int) -> int:
@@ -91,20 +95,18 @@ def _pack(pieces: list[Tensor], owners: list[int], align: int, device: torch.dev
         starts.append(offset)
         lengths.append(piece.shape[0])
         offset += _slot(piece.shape[0], align)
-    r, d = pieces[0].shape[1:]
-    features = torch.zeros(offset, r, d, dtype=torch.float32, device=device)
-    for start, piece in zip(starts, pieces):
-        features[start:start + piece.shape[0]] = piece.to(device=device, dtype=torch.float32)
-    return _Group(features, starts, lengths, owners)
+    features = torch.cat([p.to(device=device, dtype=torch.float32) for p in pieces])
+    positions = torch.cat([torch.arange(s, s + n) for s, n in zip(starts, lengths)]).to(device)
+    return _Group(features, starts, lengths, owners, offset, positions)
 
 
-def _valid(group: _Group, level: int, device: torch.device) -> Tensor:
-    """Valid frames ``[L / 4^level]`` of a packed group after ``level`` floor-mode poolings by 2."""
+def _invalid(group: _Group, level: int, device: torch.device) -> Tensor:
+    """Indices of the frames of a packed group outside its videos after ``level`` floor-mode poolings by 2."""
     scale = 2 ** level
     valid = torch.zeros(group.size // scale, dtype=torch.bool)
     for start, length in zip(group.starts, group.lengths):
         valid[start // scale:start // scale + length // scale] = True
-    return valid.to(device)
+    return torch.nonzero(~valid).squeeze(1).to(device)
 
 
 class _Scorer:
@@ -116,36 +118,57 @@ class _Scorer:
         self.align = 4 if self.psi is not None else 1
         self.level = 2 if self.psi is not None else 0
 
-    def frame_matrix(self, q: _Group, t: _Group, max_cells: int) -> Tensor:
-        """Spatial (TopK-)Chamfer of all frame pairs ``[Lq, Lt]`` (HAP-VR Eq. 3), rows in slabs."""
+    def frame_matrix(self, q: _Group, t: _Group) -> Tensor:
+        """Spatial (TopK-)Chamfer of all frame pairs in the slotted layout ``[q.size, t.size]`` (HAP-VR Eq. 3).
+
+        Only real frames are multiplied, in tiles of at most ``_TILE`` region products, so each tile is
+        reduced over regions while it is still in cache; the zero frames between videos score 0.
+        """
         rq, d = q.features.shape[1:]
         rt = t.features.shape[1]
         k = max(round(rt * self.model.spatial_k), 1)
-        targets = t.features.reshape(-1, d)
-        rows = max(1, max_cells // max(t.size * rt, 1))
-        out = torch.empty(q.size, t.size, device=targets.device)
-        for i in range(0, q.size, rows):
-            sims = (q.features[i:i + rows].reshape(-1, d) @ targets.T).view(-1, rq, t.size, rt)
-            best = sims.amax(dim=-1) if k == 1 else sims.topk(k, dim=-1).values.mean(dim=-1)
-            out[i:i + rows] = best.mean(dim=1)
+        n_q, n_t = q.features.shape[0], t.features.shape[0]
+        rows = min(n_q, 128)
+        cols = max(1, _TILE // (rows * rq * rt))
+        compact = torch.empty(n_q, n_t, device=q.features.device)
+        for i in range(0, n_q, rows):
+            queries = q.features[i:i + rows].reshape(-1, d)
+            for j in range(0, n_t, cols):
+                targets = t.features[j:j + cols]
+                sims = (queries @ targets.reshape(-1, d).T).view(-1, rq, targets.shape[0], rt)
+                best = sims.amax(dim=-1) if k == 1 else sims.topk(k, dim=-1).values.mean(dim=-1)
+                compact[i:i + rows, j:j + cols] = best.mean(dim=1)
+        if n_q == q.size and n_t == t.size:
+            return compact
+        out = compact.new_zeros(q.size, t.size)
+        out[q.positions[:, None], t.positions[None, :]] = compact
         return out
 
     def psi_output(self, f2f: Tensor, q: _Group, t: _Group) -> Tensor:
-        """ψ (HAP-VR Eq. 4) of every block at once, then hardtanh ([−1, 1]) or its [0, 1] squash."""
-        dev = f2f.device
-        masks = [(_valid(q, lv, dev)[:, None] & _valid(t, lv, dev)[None, :]).to(f2f.dtype) for lv in range(3)]
-        psi = self.psi
-        x = f2f[None, None]
-        for level, conv in enumerate((psi.conv1, psi.conv2)):
-            x = F.relu_(F.conv2d(x, conv.weight, conv.bias, padding=1).mul_(masks[level]))
-            x = F.max_pool2d(x, 2).mul_(masks[level + 1])
-        x = F.relu_(F.conv2d(x, psi.conv3.weight, psi.conv3.bias, padding=1).mul_(masks[2]))
+        """ψ (HAP-VR Eq. 4) of every block at once, then hardtanh ([−1, 1]) or its [0, 1] squash.
+
+        Channels-last throughout; the first convolution (one input channel) is a matrix product over
+        3×3 patches. After every layer the rows and columns outside the blocks are zeroed.
+        """
+        dev, psi = f2f.device, self.psi
+        h, w = f2f.shape
+
+        def zero(x: Tensor, level: int) -> Tensor:
+            return x.index_fill_(2, _invalid(q, level, dev), 0.0).index_fill_(3, _invalid(t, level, dev), 0.0)
+
+        patches = F.pad(f2f, (1, 1, 1, 1)).unfold(0, 3, 1).unfold(1, 3, 1).reshape(h * w, 9)
+        x = torch.addmm(psi.conv1.bias, patches, psi.conv1.weight.reshape(-1, 9).T)
+        x = x.view(1, h, w, -1).permute(0, 3, 1, 2)                       # [1, 32, h, w], channels last
+        x = zero(F.max_pool2d(F.relu_(zero(x, 0)), 2), 1)
+        x = F.conv2d(x, psi.conv2.weight, psi.conv2.bias, padding=1)
+        x = zero(F.max_pool2d(F.relu_(zero(x, 1)), 2), 2)
+        x = F.relu_(zero(F.conv2d(x, psi.conv3.weight, psi.conv3.bias, padding=1), 2))
         x = F.conv2d(x, psi.fconv.weight, psi.fconv.bias)[0, 0]
         return F.hardtanh(x) if self.model.signed_scores else squash(x)
 
-    def block_scores(self, q: _Group, t: _Group, max_cells: int) -> Tensor:
+    def block_scores(self, q: _Group, t: _Group) -> Tensor:
         """Scores ``[pieces of q, pieces of t]`` (HAP-VR Eq. 3–5) of every pair of the two groups."""
-        out = self.frame_matrix(q, t, max_cells)
+        out = self.frame_matrix(q, t)
         if self.psi is not None:
             out = self.psi_output(out, q, t)
         scale = 2 ** self.level
@@ -271,7 +294,7 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
         target = _index(model, _pack(pieces, owners, align, device))
         counts = torch.bincount(torch.tensor(owners), minlength=len(pending)).to(device)
         for group in groups:
-            block = scorer.block_scores(group, target, max_cells)          # [queries of group, pieces]
+            block = scorer.block_scores(group, target)          # [queries of group, pieces]
             per_target = torch.zeros(block.shape[0], len(pending), device=device, dtype=block.dtype)
             per_target.index_add_(1, torch.tensor(owners, device=device), block)
             per_target = (per_target / counts).cpu().tolist()
@@ -330,7 +353,8 @@ def _gather_on_main(result: dict[str, dict[str, float]], query_ids: list[str],
 
 
 def _index(model: VideoSimilarityNetwork, group: _Group) -> _Group:
-    """The group with the model's region attention applied (zero frames stay zero)."""
+    """The group with the model's region attention applied."""
     if model.attention is None:
         return group
-    return _Group(model.index(group.features[None])[0], group.starts, group.lengths, group.owners)
+    return _Group(model.index(group.features[None])[0], group.starts, group.lengths, group.owners, group.size,
+                  group.positions)
