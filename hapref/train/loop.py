@@ -270,11 +270,29 @@ def run_record(task: Task, config: TrainConfig, run: dict[str, Any] | None = Non
     return json.loads(json.dumps(record))  # tuples -> lists, exactly what the file will hold
 
 
+#: Settings that say where and how often a run is saved, not what it computes: a resume may change them.
+NOT_IDENTITY = ("device", "checkpoint_every", "checkpoint_minutes")
+
+
 def check_resumable(saved: dict[str, Any], new: dict[str, Any], path: Path) -> None:
-    """Refuse to continue a run whose identity differs (everything but the world size and the version)."""
-    ignore = {"world_size", "hapref_version"}
-    diffs = _differences({k: v for k, v in saved.items() if k not in ignore},
-                         {k: v for k, v in new.items() if k not in ignore})
+    """Refuse to continue a run whose identity differs: everything but the world size, the version and the
+    :data:`NOT_IDENTITY` training settings (device, checkpoint frequency).
+
+    Examples:
+        >>> run = {"pipeline": "tca", "loss": "circle", "train": {"steps": 10, "device": "cpu"}}
+        >>> check_resumable(run, {**run, "train": {"steps": 10, "device": "cuda"}}, Path("runs/a/config.json"))
+        >>> check_resumable(run, {**run, "loss": "infonce"}, Path("runs/a/config.json"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: cannot resume the run in runs/a: ... settings (loss: 'circle' -> 'infonce'); use another --out, ...
+    """
+    def identity(record: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in record.items() if k not in ("world_size", "hapref_version")}
+        if isinstance(out.get("train"), dict):
+            out["train"] = {k: v for k, v in out["train"].items() if k not in NOT_IDENTITY}
+        return out
+
+    diffs = _differences(identity(saved), identity(new))
     if diffs:
         raise ValueError(f"cannot resume the run in {path.parent}: it was started with other settings "
                          f"({'; '.join(diffs)}); use another --out, or --force to start it again")
