@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         command.error("--resume and --force need --out")
     try:
         overrides = parse_assignments(args.set)
+        if "seed" in overrides:
+            raise ValueError("the seed is set with --seed, not --set seed=...")
         if args.steps is not None:
             overrides["steps"] = str(args.steps)
         if args.device is not None:
