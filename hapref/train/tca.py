@@ -398,10 +398,14 @@ class TCATask:
     def loss(self, model: AggregatorWithBank, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         if model.key_encoder is not None:                       # MoCo: θ_k <- m θ_k + (1 - m) θ_q, then the keys
             model.key_encoder.update(model.aggregator)
-        query = model(batch["anchor"], batch["anchor_valid"]).float()
+        def valid(name: str) -> Tensor | None:                 # None without padding: the unmasked path
+            flags = batch[f"{name}_valid"]
+            return None if bool(flags.all()) else flags
+
+        query = model(batch["anchor"], valid("anchor")).float()
         with torch.no_grad():                                   # key encoder = query encoder (momentum 0)
-            key = model.keys(batch["positive"], batch["positive_valid"]).float()
-            negatives = (model.keys(batch["distractors"], batch["distractors_valid"]).float()
+            key = model.keys(batch["positive"], valid("positive")).float()
+            negatives = (model.keys(batch["distractors"], valid("distractors")).float()
                          if model.bank is not None else None)
         # torchrun: every rank's keys are in-batch negatives, every rank's distractors enter the bank
         sims, valid = global_contrastive_similarities(query, key, model.bank, batch["clips"])
