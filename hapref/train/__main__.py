@@ -4,6 +4,9 @@ Trains one pipeline, evaluates it and prints the summary line last. ``python -m 
 lists that pipeline's losses, profiles and settings. The run folder holds ``config.json`` (pipeline, profile,
 loss, seed, world size, version and every resolved setting), ``checkpoint.pt`` (written periodically),
 ``log.jsonl`` and ``metrics.json``; ``--resume`` continues it, ``--force`` starts it again.
+
+Under ``torchrun --nproc_per_node=N -m hapref.train <pipeline> ...`` the N processes train one run (see
+:func:`hapref.train.fit`): rank 0 prepares the data first, writes the run folder and prints the one eval line.
 """
 
 from __future__ import annotations
