@@ -1,6 +1,6 @@
 """HAP-VR ablations on the book's copy-detection benchmark: Tables 2, 3 and 4 with several seeds.
 
-    python benchmarks/hapvr_sweeps.py                      # quick profile, seeds 0-4 -> book/data/hapvr_sweeps.json
+    python benchmarks/hapvr_sweeps.py                      # quick profile, seeds 0-2 -> book/data/hapvr_sweeps.json
     python benchmarks/hapvr_sweeps.py --profile smoke --seeds 0 --out /tmp/s.json
 
 Every distinct configuration is trained once per seed with :func:`hapref.train.fit`; the JSON file holds
@@ -32,7 +32,7 @@ TABLE3: dict[str, Variant] = {
     "+ frame-level AP": Variant(video_loss="quadlinear_ap", frame_ap=True),
 }
 #: Temporal rate k_t of the full model (HAP-VR Table 4): 0 = Chamfer, 1 = mean pooling.
-TABLE4: dict[str, Variant] = {f"k_t={k:g}": Variant(temporal_k=k) for k in (0.0, 0.5, 0.75, 1.0)}
+TABLE4: dict[str, Variant] = {f"k_t={k:g}": Variant(temporal_k=k) for k in (0.0, 0.03, 0.5, 0.75, 1.0)}
 TABLES = {"table2": TABLE2, "table3": TABLE3, "table4": TABLE4}
 UNTRAINED = {"Chamfer": ("chamfer", 0.0), "TopK-Chamfer k=0.5": ("chamfer", 0.5), "mean": ("mean", 1.0)}
 HEATMAP_QUERIES = 4
@@ -51,7 +51,7 @@ def heatmap_columns(relevance: torch.Tensor) -> list[int]:
     return (relevant + others)[:HEATMAP_ITEMS]
 
 
-def run_sweep(profile: str = "quick", seeds: tuple[int, ...] = (0, 1, 2, 3, 4), steps: int | None = None,
+def run_sweep(profile: str = "quick", seeds: tuple[int, ...] = (0, 1, 2), steps: int | None = None,
               progress: bool = True) -> dict:
     """Train every distinct configuration of :data:`TABLES` for every seed; return the results as plain data."""
     data = prepare_data(profile)
@@ -91,10 +91,11 @@ def run_sweep(profile: str = "quick", seeds: tuple[int, ...] = (0, 1, 2, 3, 4), 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="quick", choices=("smoke", "quick", "full"))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=None, help="override the profile's training steps")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "book" / "data" / "hapvr_sweeps.json"))
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # as chapter 4's quick runs, which must reproduce the stored rows
     results = run_sweep(args.profile, tuple(args.seeds), args.steps)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
