@@ -230,8 +230,8 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     queries and database. Rank r scores a contiguous block of the database (:func:`hapref.distributed.shard_indices`)
     when ``database`` has ``len`` and indexing (a list, :class:`hapref.data.HDF5Features`), reading only
     its own videos, else every W-th video of the stream; rank 0 gathers and returns the whole result,
-    targets in database order, the same as one process computes (every score is computed by one rank
-    from the same frames); the other ranks return ``{}``.
+    targets in database order, the scores one process computes (equal up to float32 rounding, about 1e-7:
+    the ranks pack other groups of targets); the other ranks return ``{}``.
 
     Examples:
         >>> import torch
