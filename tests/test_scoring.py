@@ -106,6 +106,10 @@ def test_bad_inputs_raise(trained_like: VideoSimilarityNetwork) -> None:
         similarities(trained_like, [], good, progress=False)
     with pytest.raises(ValueError, match="min_len"):
         similarities(trained_like, good, good, progress=False, min_len=2)
+    with pytest.raises(ValueError, match="D = 8"):
+        similarities(trained_like, videos([5], dims=6), good, progress=False)
+    with pytest.raises(ValueError, match=r"\[R, D\] = \[4, 8\]"):
+        similarities(trained_like, good, videos([5], regions=9), progress=False)
 
 
 def test_run_folder_network_scores_like_the_trained_model(tmp_path: Path, trained_like) -> None:

@@ -274,8 +274,22 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     align = scorer.align
 
     query_ids, query_frames = [], []
+    dims = None if model.attention is None else model.attention.proj.in_features
+    layout: list[tuple[int, ...]] = []
+
+    def check_layout(vid: str, frames: Tensor) -> None:
+        """Every video must have the first one's [R, D], and D must be the attention's dims."""
+        if dims is not None and frames.shape[2] != dims:
+            raise ValueError(f"descriptors of {vid!r} must have D = {dims} (the network's dims), got {frames.shape[2]}")
+        if not layout:
+            layout.append(tuple(frames.shape[1:]))
+        elif tuple(frames.shape[1:]) != layout[0]:
+            raise ValueError(f"every video must have [R, D] = {list(layout[0])} like the first one, "
+                             f"got {list(frames.shape[1:])} for {vid!r}")
+
     for item in tqdm(queries, disable=not progress, desc="queries"):
         vid, frames = _frames_of(item, "queries")
+        check_layout(vid, frames)
         query_ids.append(vid)
         query_frames.append(tile_to_min_len(frames, min_len))
     if not query_ids:
@@ -306,6 +320,7 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     order: list[tuple[int, str]] = []      # (position in the database, id) of the videos scored here
     for position, item in tqdm(_database_share(database, distributed), disable=not progress, desc="database"):
         vid, frames = _frames_of(item, "database")
+        check_layout(vid, frames)
         order.append((position, vid))
         frames = tile_to_min_len(frames, min_len)
         chunks = [tile_to_min_len(frames[i:i + chunk_frames], align) for i in range(0, frames.shape[0], chunk_frames)]
