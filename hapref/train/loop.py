@@ -415,8 +415,9 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
             if "loss" not in terms:
                 raise ValueError(f"task.loss must return a dict with key 'loss', got keys {sorted(terms)}")
             loss = terms["loss"].float()
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"non-finite loss {loss.item()} at step {step}")
+            logged = mean_terms(terms)      # averaged over ranks, so a non-finite loss stops every rank together
+            if not math.isfinite(logged["loss"]):
+                raise FloatingPointError(f"non-finite loss {logged['loss']} at step {step}")
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             hd.average_gradients(model)              # several ranks: the global batch's gradient
@@ -426,7 +427,7 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
             scaler.step(optimizer)
             scaler.update()
             entry = {"step": step + 1, "lr": optimizer.param_groups[0]["lr"]}
-            entry.update(mean_terms(terms))
+            entry.update(logged)
             scheduler.step()
             done = step + 1
             evaluated = done == config.steps or (config.eval_every and done % config.eval_every == 0)
