@@ -71,6 +71,20 @@ class ShardedToy:
         return {"mse": float((model(x) - x @ self.w).pow(2).mean())}
 
 
+def tca_case() -> dict:
+    """TCA's similarities with every rank's keys and the bank after enqueueing every rank's distractors."""
+    from hapref.losses.memory_bank import MemoryBank
+    g = torch.Generator().manual_seed(11)
+    query, key, negatives = (torch.nn.functional.normalize(torch.randn(n, 5, generator=g), dim=-1) for n in (6, 6, 8))
+    clips = torch.tensor([0, 1, 2, 3, 1, 5])                # clip 1 on both ranks: never its own negative
+    bank = MemoryBank(8, 5)
+    bank.enqueue(negatives[:2], torch.tensor([-1, -2]))
+    rows = hd.rank_rows(6 // hd.get_world_size())
+    sims, valid = ds.global_contrastive_similarities(query[rows], key[rows], bank, clips[rows])
+    ds.enqueue_all_ranks(bank, negatives[2:][rows], torch.arange(-3, -9, -1)[rows])
+    return {"sims": sims, "valid": valid, "bank": bank.filled()[0], "ids": bank.filled()[1]}
+
+
 TOY = TrainConfig(steps=6, lr=1e-2, seed=3, eval_every=3, amp=False)
 
 
@@ -98,7 +112,7 @@ def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
            "rows": ds.gather_rows(lambda rows: torch.stack([rows, rows * 0 + rank], 1), 5),
            "batch": ds.rank_batch(torch.arange(10, 0, -1), 3),
            "pool": ds.pool_pick(torch.Generator().manual_seed(0), 4),
-           "resume": resume_runs(Path(out_dir))}
+           "resume": resume_runs(Path(out_dir)), "tca": tca_case()}
     hd.barrier()
     hd.destroy_distributed()
     torch.save(out, os.path.join(out_dir, f"rank{rank}.pt"))
@@ -185,3 +199,16 @@ def test_resume_with_two_ranks(ranks, tmp_path):
     assert not any("world size" in w for w in other["warnings"])
     single = fit(ShardedToy(), TOY, progress=False)                  # one process draws other batches
     assert [h["loss"] for h in single.history] != main["losses"][0]
+
+
+def test_tca_negatives_and_bank_of_all_ranks(ranks):
+    """Each rank's rows equal one process's rows on the global batch; both banks hold every rank's keys."""
+    reference = tca_case()                            # one process: all 6 anchors, all 6 distractor keys
+    for r, result in enumerate(ranks):
+        rows = slice(3 * r, 3 * r + 3)
+        torch.testing.assert_close(result["tca"]["sims"], reference["sims"][rows])
+        assert torch.equal(result["tca"]["valid"], reference["valid"][rows])
+        assert torch.equal(result["tca"]["bank"], reference["bank"])
+        assert torch.equal(result["tca"]["ids"], reference["ids"])
+    assert not reference["valid"][1, 3] and not reference["valid"][4, 1]    # clip 1's other view is no negative
+    assert reference["valid"][:, :5].sum() == 6 * 5 - 2
