@@ -85,6 +85,21 @@ def tca_case() -> dict:
     return {"sims": sims, "valid": valid, "bank": bank.filled()[0], "ids": bank.filled()[1]}
 
 
+def autossvh_vc_case() -> dict:
+    """AutoSSVH's view contrast (Eq. 14–15) over the views of all ranks' videos: loss and averaged gradients."""
+    from hapref.losses.autossvh import view_contrast
+    g = torch.Generator().manual_seed(13)
+    views = torch.randn(2, 8, 6, generator=g, dtype=torch.float64)
+    torch.manual_seed(2)
+    layer = nn.Linear(6, 4).double()
+    rows = hd.rank_rows(8 // hd.get_world_size())
+    codes = [hd.all_gather_with_grad(torch.tanh(layer(v[rows]))) for v in views]
+    loss = view_contrast(codes[0], codes[1], tau=0.5)
+    loss.backward()
+    hd.average_gradients(layer)
+    return {"loss": loss.detach(), "weight": layer.weight.grad.clone()}
+
+
 TOY = TrainConfig(steps=6, lr=1e-2, seed=3, eval_every=3, amp=False)
 
 
@@ -112,7 +127,8 @@ def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
            "rows": ds.gather_rows(lambda rows: torch.stack([rows, rows * 0 + rank], 1), 5),
            "batch": ds.rank_batch(torch.arange(10, 0, -1), 3),
            "pool": ds.pool_pick(torch.Generator().manual_seed(0), 4),
-           "resume": resume_runs(Path(out_dir)), "tca": tca_case()}
+           "resume": resume_runs(Path(out_dir)), "tca": tca_case(),
+           "vc": autossvh_vc_case()}
     hd.barrier()
     hd.destroy_distributed()
     torch.save(out, os.path.join(out_dir, f"rank{rank}.pt"))
@@ -212,3 +228,11 @@ def test_tca_negatives_and_bank_of_all_ranks(ranks):
         assert torch.equal(result["tca"]["ids"], reference["ids"])
     assert not reference["valid"][1, 3] and not reference["valid"][4, 1]    # clip 1's other view is no negative
     assert reference["valid"][:, :5].sum() == 6 * 5 - 2
+
+
+def test_autossvh_view_contrast_of_all_ranks(ranks):
+    reference = autossvh_vc_case()                    # one process: both views of all 8 videos
+    for result in ranks:
+        torch.testing.assert_close(result["vc"]["loss"], reference["loss"], rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(result["vc"]["weight"], reference["weight"], rtol=1e-6, atol=1e-6)
+    assert reference["weight"].abs().sum() > 0
