@@ -82,14 +82,16 @@ def useful_flops(queries: list[dict], database: list[dict]) -> float:
     return total
 
 
-def gemm_flops(device: torch.device, size: int = 2048, repeats: int = 5) -> float:
+def gemm_flops(device: torch.device, size: int = 2048, repeats: int = 10) -> float:
+    """The machine's float32 GEMM rate: the best of ``repeats`` 2048³ products (other jobs only slow it down)."""
     a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
-    return 2 * size ** 3 / seconds(lambda: a @ b, device, repeats)
+    return 2 * size ** 3 / seconds(lambda: a @ b, device, repeats, reduce=min)
 
 
-def seconds(fn: Callable[[], object], device: torch.device, repeats: int) -> float:
+def seconds(fn: Callable[[], object], device: torch.device, repeats: int,
+            reduce: Callable[[list[float]], float] = statistics.median) -> float:
     fn()  # warm-up (allocator, oneDNN / cuDNN kernel selection)
-    times = []  # the median of the repeats is reported
+    times = []
     for _ in range(repeats):
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -98,7 +100,7 @@ def seconds(fn: Callable[[], object], device: torch.device, repeats: int) -> flo
         if device.type == "cuda":
             torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return reduce(times)
 
 
 def peak_memory_mib(fn: Callable[[], object], device: torch.device) -> float:
