@@ -231,3 +231,147 @@ def test_tuple_losses_refuse_infinite_embeddings():
     for loss in (QuadletLoss(), RadialLoss()):
         with pytest.raises(ValueError, match="n must be finite"):
             loss(q, p, i, n)
+
+
+# ---------------------------------------------------------------- single videos
+
+def test_frame_to_frame_takes_single_videos():
+    from hapref.similarity import frame_to_frame
+    a = torch.nn.functional.normalize(torch.randn(40, 9, 16), dim=-1)  # one video [T, R, D]
+    b = torch.nn.functional.normalize(torch.randn(20, 9, 16), dim=-1)
+    single = frame_to_frame(a, b)
+    assert single.shape == (40, 20)
+    torch.testing.assert_close(single, frame_to_frame(a[None], b[None])[0, 0])
+    assert frame_to_frame(a, b[None]).shape == (1, 40, 20) and frame_to_frame(a[None], b).shape == (1, 40, 20)
+    valid = torch.arange(20) < 15
+    batched = frame_to_frame(a[None], b[None], y_valid=valid[None])[0, 0]
+    torch.testing.assert_close(frame_to_frame(a, b, y_valid=valid), batched)
+    frames_only = frame_to_frame(a[:, 0], b[:, 0])  # [T, D]: one descriptor per frame
+    torch.testing.assert_close(frames_only, a[:, 0] @ b[:, 0].T)
+    with pytest.raises(ValueError, match=r"x must be one video \[T, R, D\]"):
+        frame_to_frame(torch.rand(2, 3, 4, 5, 6), b)
+    with pytest.raises(ValueError, match="valid flags of y"):
+        frame_to_frame(a, b, y_valid=valid[None])
+
+
+def test_similarity_scores_take_single_videos():
+    from hapref.similarity import VideoSimilarityNetwork, video_similarity_matrix
+    videos = torch.nn.functional.normalize(torch.randn(3, 8, 4, 16), dim=-1)
+    net = VideoSimilarityNetwork().eval()
+    batch = net.score(videos, videos)
+    torch.testing.assert_close(net.score(videos[1], videos), batch[1])
+    torch.testing.assert_close(net.score(videos, videos[2]), batch[:, 2])
+    torch.testing.assert_close(net.score(videos[1], videos[2]), batch[1, 2])
+    for measure in ("chamfer", "cosine", "topk_chamfer"):
+        full = video_similarity_matrix(videos, videos, measure=measure)
+        torch.testing.assert_close(video_similarity_matrix(videos[0], videos[1], measure=measure), full[0, 1])
+
+
+def test_tca_model_takes_a_single_video():
+    from hapref.models import TemporalContextAggregator
+    model = TemporalContextAggregator(d_model=8, nhead=2, dim_feedforward=16).eval()
+    videos = torch.randn(2, 5, 8)
+    torch.testing.assert_close(model(videos[0]), model(videos)[0])
+    torch.testing.assert_close(model.frame_embeddings(videos[1]), model.frame_embeddings(videos)[1])
+    valid = torch.tensor([True, True, True, False, False])
+    torch.testing.assert_close(model(videos[0], valid), model(videos[0, :3]), atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"features must have shape \[N, T, 8\]"):
+        model(torch.randn(5, 7))
+
+
+# ---------------------------------------------------------------- bad inputs in models and loaders
+
+def test_autossvh_net_names_a_wrong_feature_size():
+    from hapref.models import AutoSSVHNet
+    net = AutoSSVHNet(feature_dim=12, nbits=8, frames=6)
+    with pytest.raises(ValueError, match=r"x must be \[B, T=6, D=12\] frame features, got shape \(2, 6, 10\)"):
+        net.encode(torch.randn(2, 6, 10))
+
+
+def test_drop_index_refuses_positions_out_of_range():
+    from hapref.models.autossvh import drop_index
+    x = torch.randn(2, 5, 3)
+    for drop in (torch.tensor([[0, 5], [1, 2]]), torch.tensor([[-1, 2], [1, 2]])):
+        with pytest.raises(ValueError, match=r"drop must hold frame positions in \[0, T=5\)"):
+            drop_index(x, drop)
+    with pytest.raises(ValueError, match="integer frame indices"):
+        drop_index(x, torch.zeros(2, 1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gumbel_noise_and_top_k_are_finite_in_half_precision(dtype):
+    from hapref.models.autossvh import gumbel_noise, gumbel_topk
+    noise = gumbel_noise((20000,), generator=torch.Generator().manual_seed(0), dtype=dtype)
+    assert noise.dtype == dtype and torch.isfinite(noise).all()
+    assert noise.float().mean().item() == pytest.approx(0.5772, abs=0.03)  # Euler–Mascheroni
+    hard, index = gumbel_topk(torch.randn(4, 10, dtype=dtype), 3, generator=torch.Generator().manual_seed(0))
+    assert torch.isfinite(hard).all() and index.shape == (4, 3)
+
+
+def test_memory_bank_losses_refuse_infinite_similarities():
+    from hapref.losses import CircleLoss, MemoryBankInfoNCE
+    sims = torch.tensor([[0.5, float("inf"), 0.1]])
+    for loss in (MemoryBankInfoNCE(), CircleLoss()):
+        with pytest.raises(ValueError, match="sims must be finite"):
+            loss(sims)
+
+
+def test_hdf5_features_refuse_nan_frames(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from hapref.data import HDF5Features
+    x = np.ones((6, 4), dtype=np.float32)
+    x[3, 1] = np.nan
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f["good"], f["bad"] = np.ones((6, 4), dtype=np.float32), x
+    data = HDF5Features(tmp_path / "f.h5", ["good", "bad"])
+    assert data[0]["frames"].shape == (6, 1, 4)
+    with pytest.raises(ValueError, match=r"'bad'.*NaN or inf.*frames \[3\]"):
+        data[1]
+
+
+@pytest.mark.parametrize("vid", ["../x", "a/b", "..", "/etc/passwd", ""])
+def test_frames_directory_refuses_ids_that_leave_the_root(tmp_path, vid):
+    from hapref.data import FramesDirectory
+    with pytest.raises(ValueError, match="ids must be plain file names"):
+        FramesDirectory(tmp_path, [vid])
+
+
+# ---------------------------------------------------------------- docstrings people can use
+
+def _public_objects(prefixes):
+    import importlib
+    import inspect
+    import pkgutil
+
+    import hapref
+    for info in pkgutil.walk_packages(hapref.__path__, "hapref."):
+        if info.name.endswith("__main__") or not info.name.startswith(prefixes):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if not name.startswith("_") and getattr(obj, "__module__", None) == module.__name__ \
+                    and (inspect.isfunction(obj) or inspect.isclass(obj)):
+                yield f"{module.__name__}.{name}", obj
+
+
+def test_every_module_documents_its_own_forward():
+    """``help(SomeLoss)`` shows what the call takes, never torch's generic ``Module.forward`` text."""
+    generic = torch.nn.Module.forward.__doc__
+    modules = [(name, obj) for name, obj in _public_objects(("hapref.",))
+               if isinstance(obj, type) and issubclass(obj, torch.nn.Module)]
+    missing = [name for name, obj in modules
+               if obj.forward is not torch.nn.Module.forward and obj.forward.__doc__ in (None, generic)]
+    assert missing == []
+
+
+EXAMPLE_PACKAGES = ("hapref.losses", "hapref.metrics", "hapref.similarity", "hapref.models.hapvr",
+                    "hapref.models.radial", "hapref.models.tca", "hapref.models.autossvh", "hapref.plotting",
+                    "hapref.validation", "hapref.radial_theory", "hapref.detection", "hapref.utils", "hapref.files",
+                    "hapref.data.augment", "hapref.data.transforms", "hapref.data.benchmark", "hapref.data.finegrained",
+                    "hapref.data.highlights", "hapref.data.datasets", "hapref.data.cache", "hapref.search.codes",
+                    "hapref.distributed")
+
+
+def test_public_functions_and_classes_have_examples():
+    missing = [name for name, obj in _public_objects(EXAMPLE_PACKAGES) if "Examples:" not in (obj.__doc__ or "")]
+    assert missing == []

@@ -21,6 +21,15 @@ TCA_PRESETS: dict[str, dict[str, float | int]] = {
 }
 
 
+def _one_video(features: Tensor, valid: Tensor | None) -> tuple[Tensor, Tensor | None, bool]:
+    """One video ``[T, D]`` (valid ``[T]``) as a batch of one; batches pass unchanged. Flag: it was one video."""
+    if not isinstance(features, Tensor) or features.ndim != 2:
+        return features, valid, False
+    if valid is not None and isinstance(valid, Tensor) and valid.shape == features.shape[:1]:
+        valid = valid[None]
+    return features[None], valid, True
+
+
 def _check_inputs(features: Tensor, valid: Tensor | None, d_model: int) -> Tensor:
     """Validate ``features [N, T, D]`` and return the valid-frame flags ``[N, T]`` (all True if None)."""
     check_float_tensor(features, "features", ndim=3)
@@ -39,7 +48,13 @@ class TemporalContextAggregator(nn.Module):
     """TCA's Transformer encoder (TCA §3.3, Eq. 2): post-norm, ReLU, no positional encoding.
 
     ``frame_embeddings`` -> refined, L2-normalised frame descriptors ``[N, T, D]`` (TCA_f; padded frames are 0);
-    ``forward`` -> valid-only mean over valid frames, L2-normalised ``[N, D]`` (TCA_c).
+    ``forward`` -> valid-only mean over valid frames, L2-normalised ``[N, D]`` (TCA_c). Both take one video
+    ``[T, D]`` too.
+
+    Examples:
+        >>> model = TemporalContextAggregator.preset("paper", d_model=16, nhead=2, dim_feedforward=32).eval()
+        >>> model(torch.randn(4, 10, 16)).shape
+        torch.Size([4, 16])
     """
 
     def __init__(self, d_model: int = 1024, nhead: int = 8, num_layers: int = 1, dim_feedforward: int = 2048,
@@ -71,9 +86,20 @@ class TemporalContextAggregator(nn.Module):
 
     @renamed_keywords(mask="valid")
     def frame_embeddings(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
-        """Refined frame descriptors ``[N, T, D]``, each L2-normalised (TCA_f); padded frames are zero."""
+        """Refined frame descriptors ``[N, T, D]``, each L2-normalised (TCA_f); padded frames are zero.
+
+        ``features [N, T, D]`` float with ``valid [N, T]`` bool (True = real frame), or one video ``[T, D]``
+        (valid ``[T]``) giving ``[T, D]``.
+
+        Examples:
+            >>> model = TemporalContextAggregator(d_model=8, nhead=2, dim_feedforward=16).eval()
+            >>> model.frame_embeddings(torch.randn(3, 5, 8)).shape, model.frame_embeddings(torch.randn(5, 8)).shape
+            (torch.Size([3, 5, 8]), torch.Size([5, 8]))
+        """
+        features, valid, single = _one_video(features, valid)
         out, _ = self._encode(features, valid)
-        return F.normalize(out, dim=-1)
+        out = F.normalize(out, dim=-1)
+        return out[0] if single else out
 
     @torch.no_grad()
     def attention_weights(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
@@ -100,7 +126,22 @@ class TemporalContextAggregator(nn.Module):
 
     @renamed_keywords(mask="valid")
     def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
-        """Video descriptor ``[N, D]``: mean of the encoder outputs over valid frames, L2-normalised (TCA_c)."""
+        """Video descriptor ``[N, D]``: mean of the encoder outputs over valid frames, L2-normalised (TCA_c).
+
+        ``features [N, T, D]`` float with ``valid [N, T]`` bool (True = real frame), or one video ``[T, D]``
+        (valid ``[T]``) giving ``[D]``.
+
+        Examples:
+            >>> model = TemporalContextAggregator(d_model=8, nhead=2, dim_feedforward=16).eval()
+            >>> videos = torch.randn(2, 5, 8)
+            >>> valid = torch.tensor([[True] * 5, [True, True, True, False, False]])
+            >>> model(videos, valid).shape, model(videos[1, :3]).shape
+            (torch.Size([2, 8]), torch.Size([8]))
+            >>> torch.allclose(model(videos, valid)[1], model(videos[1, :3]), atol=1e-5)  # padding changes nothing
+            True
+        """
+        features, valid, single = _one_video(features, valid)
         out, valid = self._encode(features, valid)
         mean = out.sum(dim=1) / valid.sum(dim=1, keepdim=True).clamp_min(1).to(out.dtype)
-        return F.normalize(mean, dim=-1)
+        out = F.normalize(mean, dim=-1)
+        return out[0] if single else out

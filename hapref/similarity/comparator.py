@@ -91,6 +91,10 @@ def similarity_regularization(raw: Tensor, valid: Tensor | None = None) -> Tenso
 
     It penalises values outside [−1, 1], where the hardtanh of :func:`squash` has no gradient.
     Only valid cells (``valid`` True) count.
+
+    Examples:
+        >>> similarity_regularization(torch.tensor([-1.5, 0.0, 1.2]))  # 0.5 + 0.2
+        tensor(0.7000)
     """
     penalty = F.relu(-1 - raw) + F.relu(raw - 1)
     if valid is not None:

@@ -1,7 +1,10 @@
 """Bottom-up video similarity: regions -> frames (spatial TopK-Chamfer) -> ψ -> video (temporal TopK-Chamfer).
 
-HAP-VR §3.3.1, Eq. 3–5 (after ViSiL). Videos are padded tensors ``[N, T, R, D]`` (or ``[N, T, D]``,
-one region per frame) with valid-frame flags ``[N, T]`` (True = real frame).
+HAP-VR §3.3.1, Eq. 3–5 (after ViSiL). Videos are padded tensors ``[N, T, R, D]`` with valid-frame flags
+``[N, T]`` (True = real frame); frame-level descriptors have ``R = 1``. :func:`frame_to_frame`,
+:func:`video_similarity_matrix` and :meth:`VideoSimilarityNetwork.score` also take a single video
+``[T, R, D]`` (or ``[T, D]``) with flags ``[T]`` and drop its axis from the result; the training
+``forward`` and :meth:`VideoSimilarityNetwork.index` take batches (``[N, T, D]`` there is one region per frame).
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ def pad_videos(videos: list[Tensor]) -> tuple[Tensor, Tensor]:
     """Stack videos ``[T_i, ...]`` into zero-padded ``[N, T_max, ...]`` plus a valid-frame flag ``[N, T_max]`` (True = real).
 
     The valid flags feed the valid-only TopK-Chamfer of HAP-VR Eq. 3/5 so padding never changes a score.
+
+    Examples:
+        >>> padded, valid = pad_videos([torch.ones(2, 4, 8), torch.ones(3, 4, 8)])
+        >>> padded.shape, valid
+        (torch.Size([2, 3, 4, 8]), tensor([[ True,  True, False],
+                [ True,  True,  True]]))
     """
     if len(videos) == 0:
         raise ValueError("videos must hold at least one video")
@@ -36,19 +45,53 @@ def _as_regions(x: Tensor, name: str) -> Tensor:
     return x.unsqueeze(2) if x.ndim == 3 else x
 
 
+def _as_batch(x: Tensor, valid: Tensor | None, name: str) -> tuple[Tensor, Tensor | None, bool]:
+    """A batch ``[N, T, R, D]`` as is, or one video ``[T, R, D]`` / ``[T, D]`` as a batch of one (flag True)."""
+    x = check_float_tensor(x, name, ndim=None)
+    if x.ndim not in (2, 3, 4):
+        raise ValueError(f"{name} must be one video [T, R, D] (or [T, D]) or a batch of videos [N, T, R, D], "
+                         f"got shape {tuple(x.shape)}")
+    if x.ndim == 4:
+        return x, valid, False
+    if valid is not None:
+        if not isinstance(valid, Tensor) or valid.shape != x.shape[:1]:
+            raise ValueError(f"the valid flags of {name} must be a bool tensor [T={x.shape[0]}] for one video, got "
+                             f"{tuple(valid.shape) if isinstance(valid, Tensor) else type(valid).__name__}")
+        valid = valid[None]
+    return (x[None, :, None] if x.ndim == 2 else x[None]), valid, True
+
+
+def _unbatch(out: Tensor, x_single: bool, y_single: bool, y_dim: int) -> Tensor:
+    """Drop the batch axes of single videos: axis 0 for x, axis ``y_dim`` for y."""
+    if y_single:
+        out = out.select(y_dim, 0)
+    return out.select(0, 0) if x_single else out
+
+
 @renamed_keywords(x_mask="x_valid", y_mask="y_valid")
 def frame_to_frame(x: Tensor, y: Tensor, spatial_k: float = 0.0, x_valid: Tensor | None = None,
                    y_valid: Tensor | None = None) -> Tensor:
     """All-pairs frame-to-frame similarities ``[Nx, Ny, Tx, Ty]`` by spatial TopK-Chamfer (HAP-VR Eq. 3).
 
-    ``x [Nx, Tx, R, D]`` and ``y [Ny, Ty, R', D]`` (or ``[N, T, D]``) hold L2-normalised region
-    descriptors; region-to-region dot products are reduced with TopK-Chamfer over the target
-    regions and averaged over the query regions. Pairs involving a padded frame are 0.
+    ``x [Nx, Tx, R, D]`` and ``y [Ny, Ty, R', D]`` hold L2-normalised float region descriptors
+    (frame-level descriptors: ``R = 1``); region-to-region dot products are reduced with TopK-Chamfer
+    over the target regions and averaged over the query regions. Pairs involving a padded frame
+    (``x_valid [Nx, Tx]`` / ``y_valid [Ny, Ty]`` False) are 0. A single video ``[T, R, D]`` (or ``[T, D]``,
+    with valid flags ``[T]``) drops its batch axis from the result: two videos give ``[Tx, Ty]``.
+
+    Examples:
+        >>> x = torch.nn.functional.normalize(torch.randn(5, 4, 8), dim=-1)  # one video: 5 frames, 4 regions
+        >>> y = torch.nn.functional.normalize(torch.randn(3, 6, 4, 8), dim=-1)  # a batch of three videos
+        >>> frame_to_frame(x, y).shape, frame_to_frame(x, y[0]).shape
+        (torch.Size([3, 5, 6]), torch.Size([5, 6]))
+        >>> bool(frame_to_frame(x, x).diagonal().allclose(torch.ones(5)))  # every frame matches itself
+        True
     """
-    x, y = _as_regions(x, "x"), _as_regions(y, "y")
+    x, x_valid, x_single = _as_batch(x, x_valid, "x")
+    y, y_valid, y_single = _as_batch(y, y_valid, "y")
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"x and y must share the descriptor size D, got {x.shape[-1]} and {y.shape[-1]}")
-    return _frame_to_frame(x, y, spatial_k, x_valid, y_valid)
+    return _unbatch(_frame_to_frame(x, y, spatial_k, x_valid, y_valid), x_single, y_single, -3)
 
 
 def _frame_to_frame(x: Tensor, y: Tensor, spatial_k: float, x_valid: Tensor | None, y_valid: Tensor | None) -> Tensor:
@@ -70,11 +113,30 @@ def video_similarity_matrix(queries: Tensor, database: Tensor, query_valid: Tens
     ``measure``: ``"cosine"`` (cosine of mean-pooled descriptors, TCA Eq. 10 normalised),
     ``"mean"``, ``"chamfer"`` (TCA Eq. 8), ``"symmetric_chamfer"`` (TCA Eq. 9) or ``"topk_chamfer"``
     (HAP-VR Eq. 5 with rate ``k``) on the frame-to-frame matrix of :func:`frame_to_frame`.
-    At most ``chunk_size`` (query, database) pairs are materialised at a time.
+    At most ``chunk_size`` (query, database) pairs are materialised at a time. ``queries [Q, T, R, D]``
+    and ``database [B, T', R, D]`` with valid flags ``[Q, T]`` / ``[B, T']``; a single video ``[T, R, D]``
+    drops its axis from the result (``[B]``, ``[Q]`` or a 0-d score).
+
+    Examples:
+        >>> videos = torch.nn.functional.normalize(torch.randn(3, 6, 4, 8), dim=-1)
+        >>> scores = video_similarity_matrix(videos, videos, measure="chamfer")
+        >>> scores.shape, bool(scores.diagonal().allclose(torch.ones(3)))
+        (torch.Size([3, 3]), True)
+        >>> video_similarity_matrix(videos[0], videos).shape  # one query video
+        torch.Size([3])
     """
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
-    queries, database = _as_regions(queries, "queries"), _as_regions(database, "database")
+    queries, query_valid, q_single = _as_batch(queries, query_valid, "queries")
+    database, database_valid, d_single = _as_batch(database, database_valid, "database")
+    return _unbatch(_video_similarity_matrix(queries, database, query_valid, database_valid, measure, k, spatial_k,
+                                             chunk_size), q_single, d_single, -1)
+
+
+def _video_similarity_matrix(queries: Tensor, database: Tensor, query_valid: Tensor | None,
+                             database_valid: Tensor | None, measure: str, k: float, spatial_k: float,
+                             chunk_size: int) -> Tensor:
+    """:func:`video_similarity_matrix` on batches ``[N, T, R, D]``."""
     if measure == "cosine":
         qm = queries.mean(dim=2)
         dm = database.mean(dim=2)
@@ -127,7 +189,14 @@ def _chunked(block, queries: Tensor, database: Tensor, query_valid: Tensor | Non
 
 
 class RegionAttention(nn.Module):
-    """Region re-weighting ``x · sigmoid(uᵀ tanh(W x + b))`` applied before HAP-VR Eq. 3 (the released HAP-VR code, https://github.com/yafeng19/HAP-VR)."""
+    """Region re-weighting ``x · sigmoid(uᵀ tanh(W x + b))`` applied before HAP-VR Eq. 3 (the released HAP-VR code, https://github.com/yafeng19/HAP-VR).
+
+    Examples:
+        >>> attention = RegionAttention(8)
+        >>> x = torch.randn(2, 5, 4, 8)
+        >>> bool(((attention(x) / x) - 0.5).abs().max() <= 0.5)  # each region scaled by a weight in (0, 1)
+        True
+    """
 
     def __init__(self, dims: int) -> None:
         super().__init__()
@@ -138,6 +207,7 @@ class RegionAttention(nn.Module):
         nn.init.xavier_uniform_(self.context.weight)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Region descriptors ``[..., R, dims]`` (float) scaled by their attention weights, same shape."""
         return x * torch.sigmoid(self.context(torch.tanh(self.proj(x))))
 
 
@@ -228,6 +298,18 @@ class VideoSimilarityNetwork(nn.Module):
 
     @renamed_keywords(mask="valid")
     def forward(self, features: Tensor, valid: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """All-pairs scores of a training batch ``features [N, T, R, D]`` (float) with ``valid [N, T]`` bool.
+
+        Returns ``(video_sim [N, N], frame_sims [N, N, T, T], reg)``: HAP-VR Eq. 5 video similarities,
+        the Eq. 3 frame-to-frame matrices before ψ (the input of the frame-level AP loss) and the
+        similarity regulariser (0-d).
+
+        Examples:
+            >>> net = VideoSimilarityNetwork()
+            >>> video_sim, frame_sims, reg = net(torch.nn.functional.normalize(torch.randn(2, 8, 4, 16), dim=-1))
+            >>> video_sim.shape, frame_sims.shape, reg.shape
+            (torch.Size([2, 2]), torch.Size([2, 2, 8, 8]), torch.Size([]))
+        """
         x = self.index(features)
         frame_sims = self.frame_similarity(x, x, valid, valid)
         pairs = pair_valid(None if valid is None else valid[:, None, :], None if valid is None else valid[None])
@@ -241,7 +323,20 @@ class VideoSimilarityNetwork(nn.Module):
 
         Range [0, 1], or [−1, 1] with ``signed_scores``. For large databases of videos of mixed lengths
         prefer :func:`hapref.evaluation.similarities`, which never pads to the longest video.
+
+        ``queries [Q, T, R, D]`` and ``database [B, T', R, D]`` float, valid flags ``[Q, T]`` / ``[B, T']``;
+        a single video ``[T, R, D]`` (valid ``[T]``) drops its axis from the result.
+
+        Examples:
+            >>> net = VideoSimilarityNetwork().eval()
+            >>> videos = torch.nn.functional.normalize(torch.randn(3, 8, 4, 16), dim=-1)
+            >>> net.score(videos, videos).shape, net.score(videos[0], videos).shape
+            (torch.Size([3, 3]), torch.Size([3]))
+            >>> net.score(videos[0], videos[1]).shape  # two single videos: one score
+            torch.Size([])
         """
+        queries, query_valid, q_single = _as_batch(queries, query_valid, "queries")
+        database, database_valid, d_single = _as_batch(database, database_valid, "database")
         q, b = self.index(queries), self.index(database)
         if q.shape[-1] != b.shape[-1]:
             raise ValueError(f"queries and database must share D, got {q.shape[-1]} and {b.shape[-1]}")
@@ -251,6 +346,7 @@ class VideoSimilarityNetwork(nn.Module):
             return self._video_similarity(f2f, pair_valid(None if qm is None else qm[:, None, :],
                                                         None if bm is None else bm[None]), self.signed_scores)[0]
 
-        return _chunked(block, q, b, query_valid, database_valid, chunk_size or self.chunk_size)
+        scores = _chunked(block, q, b, query_valid, database_valid, chunk_size or self.chunk_size)
+        return _unbatch(scores, q_single, d_single, -1)
 
 
