@@ -494,6 +494,9 @@ class HDF5Features(Dataset):
         if x.ndim != 3 or x.shape[0] == 0:
             raise ValueError(f"features of {self.ids[index]!r} must be [T, D] or [T, R, D] with T > 0, "
                              f"got {tuple(x.shape)}")
+        if not torch.isfinite(x).all():
+            raise ValueError(f"features of {self.ids[index]!r} in {self.path} hold NaN or inf values "
+                             f"(frames {sorted(set((~torch.isfinite(x)).nonzero()[:, 0].tolist()))[:10]})")
         if x.shape[0] < self.min_len:
             x = x.repeat(-(-self.min_len // x.shape[0]), 1, 1)[:self.min_len]
         return {"id": self.ids[index], "index": index, "frames": x}
@@ -515,6 +518,11 @@ class FramesDirectory(Dataset):
         if ids is None:
             ids = sorted({p.stem if p.suffix == ".npy" else p.name for p in self.root.iterdir()
                           if p.suffix == ".npy" or p.is_dir()})
+        for vid in ids:
+            if not isinstance(vid, str) or not vid or vid in (".", "..") or "/" in vid or "\\" in vid \
+                    or "\0" in vid:
+                raise ValueError(f"ids must be plain file names inside root (no path separators, '.' or '..'), "
+                                 f"got {vid!r}")
         self.ids = [v for v in ids if self._exists(v)]
         self.missing = [v for v in ids if not self._exists(v)]
 

@@ -22,6 +22,14 @@ class MemoryBank(nn.Module):
     """FIFO queue of ``size`` detached keys ``[size, dim]`` with an integer id per key (−1 = empty slot).
 
     Buffers move with ``.to(device)``; :meth:`enqueue` overwrites the oldest keys first.
+
+    Examples:
+        >>> bank = MemoryBank(size=3, dim=2)
+        >>> bank.enqueue(torch.eye(2), torch.tensor([7, 8]))
+        >>> bank.enqueue(torch.ones(2, 2), torch.tensor([9, 10]))
+        >>> keys, ids = bank.filled()  # oldest first; the first key was overwritten
+        >>> ids
+        tensor([ 8,  9, 10])
     """
 
     def __init__(self, size: int, dim: int, dtype: torch.dtype = torch.float32) -> None:
@@ -73,6 +81,12 @@ def contrastive_similarities(query: Tensor, positive: Tensor, bank: MemoryBank |
 
     Negatives are the other rows' positives (``in_batch``) followed by the bank's keys. ``valid [B, M]``
     drops negatives that share the anchor's ``clip_ids`` (the bank may still hold older views of it).
+
+    Examples:
+        >>> query = torch.nn.functional.normalize(torch.randn(3, 4), dim=-1)
+        >>> sims, valid = contrastive_similarities(query, query)
+        >>> sims.shape, torch.allclose(sims[:, 0], torch.ones(3)), valid.shape
+        (torch.Size([3, 3]), True, torch.Size([3, 2]))
     """
     check_float_tensor(query, "query", ndim=2)
     check_float_tensor(positive, "positive", ndim=2)
@@ -98,7 +112,7 @@ def contrastive_similarities(query: Tensor, positive: Tensor, bank: MemoryBank |
 
 
 def _check_sims(sims: Tensor, valid: Tensor | None) -> Tensor:
-    check_float_tensor(sims, "sims", ndim=2)
+    check_float_tensor(sims, "sims", ndim=2, finite=True)
     if sims.shape[1] < 1:
         raise ValueError(f"sims must have shape [B, 1 + M] (positive in column 0), got {tuple(sims.shape)}")
     full = torch.ones_like(sims, dtype=torch.bool)
@@ -120,7 +134,13 @@ def _cross_entropy_column0(logits: Tensor, keep: Tensor) -> Tensor:
 
 
 class MemoryBankInfoNCE(nn.Module):
-    """InfoNCE against a memory bank (TCA Eq. 3): ``−log e^{s_p/τ} / (e^{s_p/τ} + Σ_j e^{s_n^j/τ})``, mean over rows."""
+    """InfoNCE against a memory bank (TCA Eq. 3): ``−log e^{s_p/τ} / (e^{s_p/τ} + Σ_j e^{s_n^j/τ})``, mean over rows.
+
+    Examples:
+        >>> sims = torch.tensor([[0.9, 0.1, -0.3]])  # positive first, then the negatives
+        >>> round(MemoryBankInfoNCE(temperature=0.1)(sims).item(), 6)  # log(1 + e^-8 + e^-12)
+        0.000341
+    """
 
     def __init__(self, temperature: float = 0.07) -> None:
         super().__init__()
@@ -133,6 +153,17 @@ class MemoryBankInfoNCE(nn.Module):
         return sims / self.temperature
 
     def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Mean loss over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
+        ``valid [B, M]`` bool (False = not a negative of that row); 0-d, float32 for half-precision input.
+
+        Examples:
+            >>> sims = torch.tensor([[0.9, 0.1, -0.2], [0.5, 0.6, 0.0]])
+            >>> MemoryBankInfoNCE(temperature=0.1)(sims).shape
+            torch.Size([])
+            >>> loss = MemoryBankInfoNCE(0.1)
+            >>> bool(loss(sims, torch.tensor([[True, True], [False, True]])) < loss(sims))  # fewer negatives
+            True
+        """
         keep = _check_sims(sims, valid)
         sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
         return _cross_entropy_column0(self.logits(sims), keep)
@@ -148,6 +179,11 @@ class CircleLoss(nn.Module):
     ``released=True`` reproduces the released code (the released TCA code, https://github.com/xwen99/temporal_context_aggregation): the positive-type α and Δ are
     written to row 0 of the logit matrix instead of column 0, so row 0 treats every entry as a positive and
     all other rows treat their positive like a negative (α = [s_p + m]_+, Δ = m).
+
+    Examples:
+        >>> sims = torch.tensor([[0.9, 0.1, -0.3]])
+        >>> CircleLoss()(sims).item() < 1e-3  # well ranked: almost no loss
+        True
     """
 
     def __init__(self, m: float = 0.25, gamma: float = 256.0, released: bool = False) -> None:
@@ -169,6 +205,14 @@ class CircleLoss(nn.Module):
         return self.gamma * alpha * (sims - delta)
 
     def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Mean loss over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
+        ``valid [B, M]`` bool (False = not a negative of that row); 0-d, float32 for half-precision input.
+
+        Examples:
+            >>> well_ranked, mis_ranked = torch.tensor([[0.9, 0.1, -0.2]]), torch.tensor([[0.1, 0.9, -0.2]])
+            >>> bool(CircleLoss()(well_ranked) < CircleLoss()(mis_ranked))
+            True
+        """
         keep = _check_sims(sims, valid)
         sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
         return _cross_entropy_column0(self.logits(sims), keep)
@@ -195,6 +239,8 @@ class HardestTripletLoss(nn.Module):
         self.margin = margin
 
     def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Mean hinge over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
+        ``valid [B, M]`` bool (False = not a negative of that row); 0-d."""
         keep = _check_sims(sims, valid)
         if sims.shape[0] == 0 or sims.shape[1] < 2:
             return sims.sum() * 0.0

@@ -22,7 +22,12 @@ __all__ = ["PRESETS", "AutoSSVHNet", "GradeNet", "HashPreset", "binarize_st", "d
 
 @dataclass(frozen=True)
 class HashPreset:
-    """Encoder / decoder sizes of the hashing network."""
+    """Encoder / decoder sizes of the hashing network.
+
+    Examples:
+        >>> PRESETS["mini"]
+        HashPreset(dim=64, depth=2, heads=2, dec_dim=48, dec_depth=1, dec_heads=2)
+    """
 
     dim: int
     depth: int
@@ -50,15 +55,31 @@ class _GradientReversal(torch.autograd.Function):
 
 
 def gradient_reversal(x: Tensor, scale: float = 1.0) -> Tensor:
-    """Identity forward, ``-scale ×`` gradient backward: the sampler ascends the loss the hasher descends (Eq. 18–19)."""
+    """Identity forward, ``-scale ×`` gradient backward: the sampler ascends the loss the hasher descends (Eq. 18–19).
+
+    Examples:
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> gradient_reversal(x, scale=0.5).sum().backward()
+        >>> x.grad
+        tensor([-0.5000, -0.5000])
+    """
     return _GradientReversal.apply(x, scale)
 
 
 def gumbel_noise(shape: torch.Size | tuple[int, ...], eps: float = 1e-10, generator: torch.Generator | None = None,
                  device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> Tensor:
-    """``G = -log(-log(U) + ε) + ε`` with ``U ~ U(0, 1)`` (AutoSSVH Eq. 3)."""
-    u = torch.rand(shape, generator=generator, dtype=dtype).to(device)
-    return -torch.log(-torch.log(u.clamp_min(eps)) + eps) + eps
+    """``G = -log(-log(U) + ε) + ε`` with ``U ~ U(0, 1)`` (AutoSSVH Eq. 3), a ``shape`` tensor of ``dtype``.
+
+    Drawn in float32 (at least) and cast: ε = 1e-10 is 0 in float16, where log(0) would give inf and NaN.
+
+    Examples:
+        >>> noise = gumbel_noise((1000,), generator=torch.Generator().manual_seed(0), dtype=torch.float16)
+        >>> noise.dtype, bool(torch.isfinite(noise).all()), round(noise.float().mean().item(), 1)  # mean ≈ 0.577
+        (torch.float16, True, 0.6)
+    """
+    work = torch.promote_types(dtype, torch.float32)
+    u = torch.rand(shape, generator=generator, dtype=work).to(device)
+    return (-torch.log(-torch.log(u.clamp_min(eps)) + eps) + eps).to(dtype)
 
 
 def gumbel_topk(scores: Tensor, k: int, delta: float = 1.0, temperature: float = 1.0, eps: float = 1e-10,
@@ -75,6 +96,11 @@ def gumbel_topk(scores: Tensor, k: int, delta: float = 1.0, temperature: float =
 
     Returns:
         ``(hard, index)``: [B, T] k-hot (ST) and the [B, k] picked indices in temporal order.
+
+    Examples:
+        >>> hard, index = gumbel_topk(torch.tensor([[0.1, 0.9, 0.5, 0.2]]), k=2, delta=0.0)  # no noise: the top 2
+        >>> hard, index
+        (tensor([[0., 1., 1., 0.]]), tensor([[1, 2]]))
     """
     scores = check_float_tensor(scores, "scores", 2)
     if not 0 <= k <= scores.shape[1]:
@@ -92,9 +118,19 @@ def drop_index(x: Tensor, drop: Tensor) -> tuple[Tensor, Tensor]:
     """DropIndex (AutoSSVH Eq. 5): remove frames ``drop`` [B, M] from ``x`` [B, T, ...].
 
     Returns the kept frames ``[B, T-M, ...]`` in temporal order and their indices ``[B, T-M]``.
+
+    Examples:
+        >>> x = torch.arange(5.0).view(1, 5, 1)
+        >>> kept, keep = drop_index(x, torch.tensor([[1, 3]]))
+        >>> kept.flatten(), keep
+        (tensor([0., 2., 4.]), tensor([[0, 2, 4]]))
     """
-    if drop.ndim != 2 or drop.shape[0] != x.shape[0]:
-        raise ValueError(f"drop must be [B={x.shape[0]}, M] indices, got shape {tuple(drop.shape)}")
+    if not isinstance(drop, Tensor) or drop.ndim != 2 or drop.shape[0] != x.shape[0] or drop.is_floating_point():
+        raise ValueError(f"drop must be [B={x.shape[0]}, M] integer frame indices, got "
+                         f"{tuple(drop.shape) if isinstance(drop, Tensor) else type(drop).__name__}")
+    if drop.numel() and (drop.min() < 0 or drop.max() >= x.shape[1]):
+        raise ValueError(f"drop must hold frame positions in [0, T={x.shape[1]}), got values in "
+                         f"[{int(drop.min())}, {int(drop.max())}]")
     keep_mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device).scatter(1, drop, False)
     if (keep_mask.sum(1) != x.shape[1] - drop.shape[1]).any():
         raise ValueError("drop must hold distinct indices in every row")
@@ -135,17 +171,35 @@ def random_drop(batch: int, frames: int, num_drop: int, generator: torch.Generat
 
 
 def binarize_st(h: Tensor) -> Tensor:
-    """``sgn(h)`` (0 -> +1) forward, identity gradient backward: the straight-through binary code (Eq. 7)."""
+    """``sgn(h)`` (0 -> +1) forward, identity gradient backward: the straight-through binary code (Eq. 7).
+
+    Examples:
+        >>> h = torch.tensor([-0.3, 0.0, 0.7], requires_grad=True)
+        >>> b = binarize_st(h)
+        >>> b.sum().backward()
+        >>> b.detach(), h.grad
+        (tensor([-1.,  1.,  1.]), tensor([1., 1., 1.]))
+    """
     return h + (torch.where(h >= 0, 1.0, -1.0).to(h.dtype) - h).detach()
 
 
 def hash_codes(frame_codes: Tensor) -> Tensor:
-    """Binary video codes ``b = sgn(MeanPool(H))`` ∈ {±1}^K, ties -> +1 (AutoSSVH Eq. 7)."""
+    """Binary video codes ``b = sgn(MeanPool(H))`` ∈ {±1}^K, ties -> +1 (AutoSSVH Eq. 7).
+
+    Examples:
+        >>> hash_codes(torch.tensor([[[0.5, -0.2], [-0.1, 0.2]]]))  # mean over frames, then the sign
+        tensor([[1., 1.]])
+    """
     return torch.where(frame_codes.mean(1) >= 0, 1.0, -1.0).to(frame_codes.dtype)
 
 
 def sinusoidal_positions(length: int, dim: int) -> Tensor:
-    """The fixed sine/cosine position table ``[length, dim]`` of the hashing encoder."""
+    """The fixed sine/cosine position table ``[length, dim]`` of the hashing encoder.
+
+    Examples:
+        >>> sinusoidal_positions(4, 6).shape
+        torch.Size([4, 6])
+    """
     pos = torch.arange(length, dtype=torch.float64)[:, None]
     freq = torch.pow(10000.0, -2 * (torch.arange(dim) // 2).double() / dim)
     angle = pos * freq
@@ -171,7 +225,13 @@ class _Block(nn.Module):
 
 
 class GradeNet(nn.Module):
-    """Per-frame score ``S = sigmoid(W4(LN(W2 σ(W1 V)) + V))`` ∈ (0, 1) (AutoSSVH Eq. 1)."""
+    """Per-frame score ``S = sigmoid(W4(LN(W2 σ(W1 V)) + V))`` ∈ (0, 1) (AutoSSVH Eq. 1).
+
+    Examples:
+        >>> scores = GradeNet(8)(torch.randn(2, 5, 8))
+        >>> scores.shape, bool(((scores > 0) & (scores < 1)).all())
+        (torch.Size([2, 5]), True)
+    """
 
     def __init__(self, dim: int) -> None:
         super().__init__()
@@ -184,7 +244,19 @@ class GradeNet(nn.Module):
 
 
 class AutoSSVHNet(nn.Module):
-    """Grade-Net sampler + hashing Transformer + frame-reconstruction decoder (AutoSSVH Fig. 2)."""
+    """Grade-Net sampler + hashing Transformer + frame-reconstruction decoder (AutoSSVH Fig. 2).
+
+    Examples:
+        >>> net = AutoSSVHNet(feature_dim=12, nbits=16, frames=8).eval()
+        >>> x = torch.randn(2, 8, 12)
+        >>> codes = net.encode(x)
+        >>> codes.shape, sorted(codes.unique().tolist())
+        (torch.Size([2, 16]), [-1.0, 1.0])
+        >>> kept, keep, drop = net.sample(x, num_drop=3, generator=torch.Generator().manual_seed(0))
+        >>> h, b, recon = net.view(x, drop, kept)
+        >>> h.shape, b.shape, recon.shape
+        (torch.Size([2, 5, 16]), torch.Size([2, 16]), torch.Size([2, 3, 12]))
+    """
 
     def __init__(self, feature_dim: int, nbits: int, frames: int, preset: str | HashPreset = "mini") -> None:
         super().__init__()
@@ -210,8 +282,10 @@ class AutoSSVHNet(nn.Module):
 
     def tokens(self, x: Tensor) -> Tensor:
         """Embedded frame tokens ``[B, T, dim]`` (projection + sinusoidal positions)."""
-        if x.ndim != 3 or x.shape[1] != self.frames:
-            raise ValueError(f"x must be [B, T={self.frames}, D] frame features, got shape {tuple(x.shape)}")
+        x = check_float_tensor(x, "x", ndim=None)
+        if x.ndim != 3 or x.shape[1] != self.frames or x.shape[2] != self.embed.in_features:
+            raise ValueError(f"x must be [B, T={self.frames}, D={self.embed.in_features}] frame features, "
+                             f"got shape {tuple(x.shape)}")
         return self.embed(x) + self.pos
 
     def scores(self, x: Tensor) -> Tensor:
@@ -268,7 +342,12 @@ class AutoSSVHNet(nn.Module):
 
 
 def num_dropped(frames: int, drop_ratio: float) -> int:
-    """Frames dropped per view, ``int(T · ratio)`` as in the released masks (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH)."""
+    """Frames dropped per view, ``int(T · ratio)`` as in the released masks (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH).
+
+    Examples:
+        >>> num_dropped(25, 0.5)
+        12
+    """
     if not 0 <= drop_ratio < 1:
         raise ValueError(f"drop_ratio must lie in [0, 1), got {drop_ratio}")
     return min(int(frames * drop_ratio), frames - 1)
