@@ -94,44 +94,82 @@ def init_distributed(backend: str | None = None, timeout_s: float = 600.0) -> bo
 
 
 def destroy_distributed() -> None:
-    """Leave the process group (call at the end of each rank's run); a no-op in a single process."""
+    """Leave the process group (call at the end of each rank's run); a no-op in a single process.
+
+    Examples:
+        >>> destroy_distributed()  # a no-op outside a process group
+    """
     if is_distributed():
         dist.destroy_process_group()
 
 
 def is_distributed() -> bool:
-    """True inside an initialised process group."""
+    """True inside an initialised process group.
+
+    Examples:
+        >>> is_distributed()  # a single process
+        False
+    """
     return dist.is_available() and dist.is_initialized()
 
 
 def get_rank() -> int:
-    """This process's rank (0 in a single process)."""
+    """This process's rank (0 in a single process).
+
+    Examples:
+        >>> get_rank()  # a single process
+        0
+    """
     return dist.get_rank() if is_distributed() else 0
 
 
 def get_world_size() -> int:
-    """Number of processes (1 in a single process)."""
+    """Number of processes (1 in a single process).
+
+    Examples:
+        >>> get_world_size()  # a single process
+        1
+    """
     return dist.get_world_size() if is_distributed() else 1
 
 
 def get_local_rank() -> int:
-    """Rank within this machine (``LOCAL_RANK`` set by torchrun; 0 otherwise): the GPU to use."""
+    """Rank within this machine (``LOCAL_RANK`` set by torchrun; 0 otherwise): the GPU to use.
+
+    Examples:
+        >>> get_local_rank()  # a single process
+        0
+    """
     return (_env_int("LOCAL_RANK") or 0) if is_distributed() else 0
 
 
 def is_main_process() -> bool:
-    """True on rank 0, the process that alone logs, evaluates, prints and writes checkpoints."""
+    """True on rank 0, the process that alone logs, evaluates, prints and writes checkpoints.
+
+    Examples:
+        >>> is_main_process()  # a single process
+        True
+    """
     return get_rank() == 0
 
 
 def barrier() -> None:
-    """Wait for every rank (no-op in a single process)."""
+    """Wait for every rank (no-op in a single process).
+
+    Examples:
+        >>> barrier()  # returns at once in a single process
+    """
     if is_distributed():
         dist.barrier()
 
 
 def rank_device() -> torch.device:
-    """The device of this rank: ``cuda:LOCAL_RANK`` with NCCL, else the CPU (or ``cuda`` in one process)."""
+    """The device of this rank: ``cuda:LOCAL_RANK`` with NCCL, else the CPU (or ``cuda`` in one process).
+
+    Examples:
+        >>> rank_device().type in ("cpu", "cuda")
+        True
+    """
     if is_distributed():
         return torch.device("cuda", get_local_rank()) if dist.get_backend() == "nccl" else torch.device("cpu")
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -142,6 +180,11 @@ class AllGatherWithGrad(torch.autograd.Function):
 
     Forward: concatenate the equal-shaped tensors of all ranks in rank order. Backward: all_reduce (SUM)
     the incoming gradient over ranks, then keep this rank's slice (see the module docstring).
+
+    Examples:
+        >>> x = torch.ones(2, 3, requires_grad=True)
+        >>> all_gather_with_grad(x).shape  # one process: the tensor itself
+        torch.Size([2, 3])
     """
 
     @staticmethod

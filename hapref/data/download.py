@@ -35,7 +35,16 @@ _CHUNK = 1 << 20
 
 
 def sha256_file(path: str | os.PathLike) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
+    """Hex SHA-256 of a file, read in 1 MiB chunks.
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = pathlib.Path(d) / "x"
+        ...     _ = path.write_bytes(b"abc")
+        ...     print(sha256_file(path)[:16])
+        ba7816bf8f01cfea
+    """
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(_CHUNK), b""):

@@ -18,7 +18,13 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def to_float_frames(frames: Tensor) -> Tensor:
-    """Float frames ``[T, 3, H, W]`` in [0, 1] from uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` (HAP-VR §3.2)."""
+    """Float frames ``[T, 3, H, W]`` in [0, 1] from uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` (HAP-VR §3.2).
+
+    Examples:
+        >>> x = to_float_frames(torch.full((2, 8, 8, 3), 255, dtype=torch.uint8))
+        >>> x.shape, x.max().item()
+        (torch.Size([2, 3, 8, 8]), 1.0)
+    """
     if not isinstance(frames, Tensor):
         raise ValueError(f"frames must be a torch.Tensor, got {type(frames).__name__}")
     if frames.dtype == torch.uint8:
@@ -39,6 +45,11 @@ class Backbone(nn.Module):
     the module stays in eval mode even under ``.train()`` (batch-norm statistics never move).
     ``embed(frames) -> [T, C]`` gives one global-average-pooled vector per frame from the last
     layer, for models that want a plain frame embedding (e.g. a CNN+LSTM).
+
+    Examples:
+        >>> backbone = SmallCNN()  # any Backbone
+        >>> backbone.channels, backbone.embed(torch.zeros(2, 64, 64, 3, dtype=torch.uint8)).shape
+        ((16, 32, 64, 128), torch.Size([2, 128]))
     """
 
     channels: tuple[int, ...]
@@ -70,6 +81,7 @@ class Backbone(nn.Module):
         raise NotImplementedError
 
     def forward(self, frames: Tensor) -> list[Tensor]:
+        """Layer feature maps ``[T, C_l, H_l, W_l]`` of uint8 frames ``[T, H, W, 3]`` (or float ``[T, 3, H, W]``)."""
         return self.feature_maps(self.preprocess(frames))
 
     def embed(self, frames: Tensor) -> Tensor:
@@ -81,6 +93,11 @@ class EfficientNetLite0Backbone(Backbone):
 
     Layers: the outputs of the last block at stride 4, 8, 16 and 32 (24, 40, 112 and 320
     channels; 56, 28, 14 and 7 pixels for a 224 input), the analogue of ResNet's layer1..4.
+
+    Examples:
+        >>> backbone = EfficientNetLite0Backbone(image_size=64)
+        >>> backbone.channels, backbone.embed(torch.zeros(1, 64, 64, 3, dtype=torch.uint8)).shape
+        ((24, 40, 112, 320), torch.Size([1, 320]))
     """
 
     stage_ends = (2, 4, 10, 15)
@@ -215,7 +232,13 @@ class AlexNetBackbone(Backbone):
 
 
 class SmallCNN(Backbone):
-    """A tiny randomly initialised 4-stage CNN (16, 32, 64, 128 channels) for smoke runs and tests."""
+    """A tiny randomly initialised 4-stage CNN (16, 32, 64, 128 channels) for smoke runs and tests.
+
+    Examples:
+        >>> maps = SmallCNN()(torch.zeros(2, 64, 64, 3, dtype=torch.uint8))
+        >>> [tuple(m.shape) for m in maps]
+        [(2, 16, 32, 32), (2, 32, 16, 16), (2, 64, 8, 8), (2, 128, 4, 4)]
+    """
 
     channels = (16, 32, 64, 128)
 
@@ -250,6 +273,14 @@ def load_backbone(name: str = "efficientnet-lite0", pretrained: bool = True, **k
 
     ``pretrained=False`` gives the same architecture with random weights (a baseline); extra
     keyword arguments go to the backbone class (``image_size``, ``frozen``, ``weights_path``).
+
+    Examples:
+        >>> load_backbone("small-cnn").channels
+        (16, 32, 64, 128)
+        >>> load_backbone("vgg")
+        Traceback (most recent call last):
+        ...
+        ValueError: name must be one of ('efficientnet-lite0', 'resnet50', 'alexnet', 'small-cnn'), got 'vgg'
     """
     if name == "efficientnet-lite0":
         return EfficientNetLite0Backbone(pretrained=pretrained, **kwargs)

@@ -103,6 +103,7 @@ class FeatureExtractor(nn.Module):
 
     @torch.no_grad()
     def forward(self, frames: Tensor) -> Tensor:
+        """Region descriptors ``[T, R, D]`` (whitened when a whitening is set) of uint8 frames ``[T, H, W, 3]``."""
         x = self.descriptors(frames)
         return self.whitening(x) if self.whitening is not None else x
 

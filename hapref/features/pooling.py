@@ -23,6 +23,10 @@ def region_windows(size: int, grid: int) -> list[tuple[int, int]]:
     """``grid`` overlapping windows of length ceil(2·size/(grid+1)) spread evenly over ``size``.
 
     The L3-iMAC region geometry of HAP-VR §3.2 (the released HAP-VR code, https://github.com/yafeng19/HAP-VR).
+
+    Examples:
+        >>> region_windows(7, 3)  # three windows of length 4 over 7 cells
+        [(0, 4), (1, 5), (3, 7)]
     """
     length = max(1, math.ceil(2 * size / (grid + 1)))
     if grid == 1:
@@ -36,6 +40,11 @@ def regional_max_pool(fmap: Tensor, grid: int = 3) -> Tensor:
 
     Each window spans about half the map (as the 3×3 L3-iMAC pooling of ViSiL/S2VS, whose kernel
     is half the side with stride a quarter), so neighbouring regions overlap by half.
+
+    Examples:
+        >>> fmap = torch.arange(16.0).view(1, 1, 4, 4)
+        >>> regional_max_pool(fmap, grid=2).squeeze(-1)
+        tensor([[10., 11., 14., 15.]])
     """
     if fmap.ndim != 4:
         raise ValueError(f"fmap must have shape [T, C, H, W], got {tuple(fmap.shape)}")

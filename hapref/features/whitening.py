@@ -20,6 +20,13 @@ class PCAWhitening(nn.Module):
     Build with :meth:`fit` on training descriptors ``[N, D_in]`` (any leading shape is
     flattened), or with :meth:`from_state_dict`. Eigenvalues are floored at ``eps`` (TCA §3.2
     uses 1e-9) so near-empty directions cannot blow up.
+
+    Examples:
+        >>> x = torch.randn(500, 8) * torch.arange(1.0, 9.0)
+        >>> pca = PCAWhitening.fit(x, dim=4)
+        >>> y = pca(x)
+        >>> y.shape, torch.allclose(y.norm(dim=-1), torch.ones(500))
+        (torch.Size([500, 4]), True)
     """
 
     def __init__(self, mean: Tensor, projection: Tensor, eigenvalues: Tensor) -> None:
@@ -113,4 +120,5 @@ class PCAWhitening(nn.Module):
         return (x - self.mean.to(x.dtype)) @ self.projection.to(x.dtype)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Whitened, L2-normalised descriptors ``[..., out_dim]`` of float descriptors ``[..., in_dim]``."""
         return F.normalize(self.whiten(x), dim=-1)

@@ -28,6 +28,11 @@ def map_at_ns(scores: Tensor, relevance: Tensor, ns: Sequence[int], convention: 
     """mAP@N for several N from one sort: a [len(ns)] tensor (see :func:`map_at_n`).
 
     AutoSSVH's evaluation (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH).
+
+    Examples:
+        >>> scores = -torch.tensor([[0.0, 2.0, 1.0, 3.0]])
+        >>> map_at_ns(scores, torch.tensor([[1, 0, 0, 1]]), ns=[1, 4])
+        tensor([1.0000, 0.7500])
     """
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
@@ -47,7 +52,13 @@ def map_at_ns(scores: Tensor, relevance: Tensor, ns: Sequence[int], convention: 
 
 def ap_at_ns_per_row(scores: Tensor, relevance: Tensor, keep: Tensor, ns: Sequence[int],
                      convention: str) -> Tensor:
-    """AP@N of every row for every N: [Q, len(ns)]. AutoSSVH's evaluation (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH)."""
+    """AP@N of every row for every N: [Q, len(ns)]. AutoSSVH's evaluation (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH).
+
+    Examples:
+        >>> keep = torch.ones(1, 3, dtype=torch.bool)
+        >>> ap_at_ns_per_row(torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([[False, True, True]]), keep, [1, 3], "standard")
+        tensor([[0.0000, 0.5833]])
+    """
     dtype = work_dtype(scores.dtype)
     top = min(max(ns), scores.shape[-1])
     order = rank_rows(scores, keep)[:, :top]
@@ -89,6 +100,12 @@ def map_at_n(scores: Tensor, relevance: Tensor, n: int, convention: str = "stand
 
     Returns:
         0-d tensor. Ties keep database order (see the module docstring).
+
+    Examples:
+        >>> scores = -torch.tensor([[0.0, 2.0, 1.0, 3.0]])  # minus Hamming distances
+        >>> relevance = torch.tensor([[1, 0, 1, 0]])
+        >>> map_at_n(scores, relevance, n=3), map_at_n(scores, relevance, n=3, convention="autossvh")  # p / hits vs p / N
+        (tensor(1.), tensor(0.6667))
     """
     if not isinstance(n, Integral) or isinstance(n, bool):
         raise ValueError(f"n must be a positive int, got {n!r}")
@@ -112,5 +129,10 @@ def gmap(scores: Tensor, relevance: Tensor, ns: Sequence[int] = AUTOSSVH_NS,
 
     Returns:
         0-d tensor.
+
+    Examples:
+        >>> scores = -torch.tensor([[0.0, 2.0, 1.0, 3.0], [1.0, 0.0, 2.0, 3.0]])
+        >>> gmap(scores, torch.tensor([[1, 0, 1, 0], [0, 1, 0, 0]]), ns=[2, 4])
+        tensor(0.8385)
     """
     return map_at_ns(scores, relevance, list(ns), convention, ignore).square().sum().sqrt()

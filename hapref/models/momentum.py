@@ -62,4 +62,5 @@ class MomentumEncoder(nn.Module):
 
     @torch.no_grad()
     def forward(self, *args: Tensor, **kwargs: Tensor) -> Tensor:
+        """The momentum (key) encoder's output for the wrapped encoder's inputs."""
         return self.encoder(*args, **kwargs)

@@ -29,6 +29,14 @@ def code_bits(codes: object, name: str = "codes") -> Tensor:
     """Unpacked codes ``[N, bits]`` as a bool tensor (True = +1), after checking their values.
 
     Accepts bool, integer or float tensors / arrays holding only {−1, +1} or only {0, 1}.
+
+    Examples:
+        >>> code_bits(torch.tensor([[1.0, -1.0, 1.0]]))
+        tensor([[ True, False,  True]])
+        >>> code_bits(torch.tensor([[0.5, -1.0]]))
+        Traceback (most recent call last):
+        ...
+        ValueError: codes must hold only ±1 or only 0/1 values (binarise with sign() first)
     """
     x = _as_tensor(codes, name)
     if x.dtype == torch.uint8:
@@ -110,7 +118,16 @@ def unpack_codes(packed: object, bits: int | None = None, signed: bool = True) -
 
 
 def check_packed(packed: object, name: str, nbytes: int | None = None) -> Tensor:
-    """``packed`` as a contiguous CPU uint8 tensor ``[N, B]`` (checked), else a clear error."""
+    """``packed`` as a contiguous CPU uint8 tensor ``[N, B]`` (checked), else a clear error.
+
+    Examples:
+        >>> check_packed(torch.zeros(2, 4, dtype=torch.uint8), "packed").shape
+        torch.Size([2, 4])
+        >>> check_packed(torch.zeros(2, 4), "packed")
+        Traceback (most recent call last):
+        ...
+        TypeError: packed must be packed codes of dtype uint8 (see pack_codes), got torch.float32
+    """
     x = _as_tensor(packed, name)
     if x.dtype != torch.uint8:
         raise TypeError(f"{name} must be packed codes of dtype uint8 (see pack_codes), got {x.dtype}")
@@ -122,7 +139,13 @@ def check_packed(packed: object, name: str, nbytes: int | None = None) -> Tensor
 
 
 def as_packed(codes: object, name: str = "codes", nbytes: int | None = None) -> Tensor:
-    """Packed bytes from either packed ``uint8`` codes or unpacked ±1 / 0-1 codes (see :func:`pack_codes`)."""
+    """Packed bytes from either packed ``uint8`` codes or unpacked ±1 / 0-1 codes (see :func:`pack_codes`).
+
+    Examples:
+        >>> codes = torch.ones(2, 16)
+        >>> torch.equal(as_packed(codes), as_packed(pack_codes(codes)))
+        True
+    """
     x = _as_tensor(codes, name)
     if x.dtype != torch.uint8:
         x = _pack(x, name)

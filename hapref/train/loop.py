@@ -129,7 +129,13 @@ class Task(Protocol):
 
 @dataclass
 class TrainResult:
-    """The trained model, one history entry per step (eval metrics merged in) and the final metrics."""
+    """The trained model, one history entry per step (eval metrics merged in) and the final metrics.
+
+    Examples:
+        >>> result = TrainResult(torch.nn.Linear(2, 2), [{"step": 1, "loss": 0.5}], {"mAP": 0.9})
+        >>> result.metrics
+        {'mAP': 0.9}
+    """
 
     model: nn.Module
     history: list[dict[str, float]] = field(default_factory=list)
@@ -140,6 +146,11 @@ def lr_factor(step: int, config: TrainConfig, start: float = 0.01, final: float 
     """Learning-rate multiplier after ``step`` updates: linear warm-up from ``start``·lr, then cosine to ``final``·lr.
 
     The released HAP-VR schedule (the released HAP-VR code, https://github.com/yafeng19/HAP-VR).
+
+    Examples:
+        >>> config = TrainConfig(steps=100, warmup_steps=10)
+        >>> [round(lr_factor(s, config), 3) for s in (0, 10, 100)]
+        [0.01, 1.0, 0.1]
     """
     if step < config.warmup_steps:
         return start + (1.0 - start) * step / config.warmup_steps

@@ -14,7 +14,16 @@ PROFILES: tuple[str, ...] = ("smoke", "quick", "full")
 
 
 def load_pipeline(name: str) -> ModuleType:
-    """Import the pipeline module registered as ``name``; a clear ValueError if unknown or not written yet."""
+    """Import the pipeline module registered as ``name``; a clear ValueError if unknown or not written yet.
+
+    Examples:
+        >>> load_pipeline("hapvr").__name__
+        'hapref.train.hapvr'
+        >>> load_pipeline("nope")
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown pipeline 'nope'; known: autossvh, hapvr, radial, tca
+    """
     if name not in PIPELINES:
         raise ValueError(f"unknown pipeline {name!r}; known: {', '.join(sorted(PIPELINES))}")
     module_name = PIPELINES[name]

@@ -326,6 +326,7 @@ class AggregatorWithBank(nn.Module):
 
     @renamed_keywords(mask="valid")
     def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Video descriptors ``[N, D]`` of frame features ``[N, T, D]`` with ``valid [N, T]`` (TCA_c)."""
         return self.aggregator(features, valid)
 
     @renamed_keywords(mask="valid")
