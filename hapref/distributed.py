@@ -231,7 +231,8 @@ def all_gather_with_grad(tensor: Tensor) -> Tensor:
         tensor: [B, ...] float tensor of the same shape on every rank.
 
     Returns:
-        [W·B, ...]: rank r's rows at ``r·B : (r+1)·B`` (:func:`rank_rows`). In a single process the input.
+        A ``[W·B, ...]`` tensor, rank r's rows at ``r·B : (r+1)·B`` (:func:`rank_rows`); in a single
+        process the input.
 
     Examples:
         >>> import torch

@@ -313,8 +313,8 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
         progress: bool = True, run: dict[str, Any] | None = None, force: bool = False) -> TrainResult:
     """Train ``task`` for ``config.steps`` AdamW steps; evaluate every ``eval_every`` steps and at the end.
 
-    With ``out_dir``: ``config.json`` (:func:`run_record`), a checkpoint (model, optimiser, scheduler, AMP
-    scaler, RNG states, step, history, the task's own state and its ``preprocess()`` modules) written
+    With ``out_dir``: ``config.json`` (:func:`hapref.train.loop.run_record`), a checkpoint (model, optimiser,
+    scheduler, AMP scaler, RNG states, step, history, the task's own state and its ``preprocess()`` modules) written
     atomically every :meth:`TrainConfig.checkpoint_interval` steps, at least every ``checkpoint_minutes``, at
     every evaluation and at the end; ``log.jsonl`` (one line per step and evaluation) and ``metrics.json``.
     With ``resume`` the run continues from the checkpoint and reaches the same weights, bit for bit, as an
@@ -322,7 +322,7 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
 
     Under ``torchrun`` (several processes, :func:`hapref.distributed.init_distributed`: gloo on the CPU,
     NCCL with each rank on GPU ``LOCAL_RANK``) every rank builds the same initial model, then draws from
-    its own random stream; the task's batches are the rank's shard (:mod:`hapref.train.distributed_step`)
+    its own random stream; the task's batches are the rank's shard (``hapref.train.distributed_step``)
     and the gradients are averaged over ranks before each step. Rank 0 alone writes the run folder, logs
     the loss terms averaged over ranks, evaluates and returns metrics (the others return ``{}``). The
     checkpoint keeps every rank's RNG state, so a resume at the same world size is bit for bit; a resume
