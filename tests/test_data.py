@@ -424,7 +424,14 @@ def test_hdf5_features_and_frames_directory(tmp_path):
     ds = HDF5Features(tmp_path / "feats.hdf5", ids=["v1", "v2", "gone"], min_len=4)
     assert ds.ids == ["v1", "v2"] and ds.missing == ["gone"]
     v1 = ds[0]["frames"]
-    assert v1.shape == (4, 9, 4) and v1.dtype == torch.float32 and torch.equal(v1[2:], v1[:2])  # tiled
+    assert v1.shape == (4, 9, 4) and v1.dtype == torch.float32 and torch.equal(v1[2:], v1[:2])  # doubled
+    assert HDF5Features(tmp_path / "feats.hdf5", ids=["v1"], min_len=3)[0]["frames"].shape[0] == 4  # not cut
+    with h5py.File(tmp_path / "ccweb.hdf5", "w") as f:
+        f["7/7_3_Y"] = np.ones((3, 4), dtype=np.float32)  # a CC_WEB_VIDEO id: nested groups in HDF5
+        f["v2"] = np.ones((6, 4), dtype=np.float32)
+    assert HDF5Features(tmp_path / "ccweb.hdf5", min_len=4).ids == ["7/7_3_Y", "v2"]
+    nested = HDF5Features(tmp_path / "ccweb.hdf5", ids=["7/7_3_Y", "7"], min_len=4)
+    assert nested.ids == ["7/7_3_Y"] and nested.missing == ["7"] and nested[0]["frames"].shape == (6, 1, 4)
     assert ds[1]["frames"].shape == (6, 1, 4)
     import pickle
     assert pickle.loads(pickle.dumps(ds))[1]["id"] == "v2"  # picklable for DataLoader workers

@@ -466,17 +466,35 @@ def load_vcdb(path: str | os.PathLike, distractors: bool = True) -> RetrievalAnn
 class HDF5Features(Dataset):
     """Per-video frame features from an HDF5 file with one dataset per video id (DnS / S2VS layout).
 
-    Item: ``{"id", "index", "frames": float32 [T, R, D]}``; 2-D ``[T, D]`` arrays become ``[T, 1, D]``; videos
-    shorter than ``min_len`` are tiled (S2VS uses 4, HAP-VR 8). Ids missing from the file are listed in
-    ``missing`` and skipped. Needs ``h5py``.
+    Item: ``{"id", "index", "frames": float32 [T, R, D]}``; 2-D ``[T, D]`` arrays become ``[T, 1, D]``; a video
+    shorter than ``min_len`` frames is doubled (the whole array repeated) until it has at least ``min_len``, as
+    the released S2VS / HAP-VR loaders do (3 frames become 6 with ``min_len`` 4; S2VS uses 4, HAP-VR 8). Ids may
+    contain ``/`` (CC_WEB_VIDEO's ``1/1_1_Y``): HDF5 stores them as nested groups, and ``ids=None`` lists every
+    dataset at any depth. Ids missing from the file are listed in ``missing`` and skipped. Needs ``h5py``.
+
+    Examples:
+        >>> import tempfile, pathlib, h5py, numpy as np
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "features.hdf5"
+        >>> with h5py.File(path, "w") as f:
+        ...     f["1/1_1_Y"] = np.ones((3, 9, 8), dtype=np.float16)
+        ...     f["q"] = np.ones((5, 8), dtype=np.float32)
+        >>> data = HDF5Features(path, min_len=4)
+        >>> data.ids, data[0]["frames"].shape, data[1]["frames"].shape
+        (['1/1_1_Y', 'q'], torch.Size([6, 9, 8]), torch.Size([5, 1, 8]))
     """
 
     def __init__(self, path: str | os.PathLike, ids: Sequence[str] | None = None, min_len: int = 4) -> None:
         import h5py
         self.path, self.min_len = str(path), min_len
         with h5py.File(self.path, "r") as f:
-            present = set(f.keys())
-        wanted = list(ids) if ids is not None else sorted(present)
+            if ids is None:
+                found: list[str] = []
+                f.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
+                wanted = sorted(found)
+                present = set(found)
+            else:
+                wanted = list(ids)
+                present = {v for v in wanted if isinstance(f.get(v), h5py.Dataset)}
         self.ids = [v for v in wanted if v in present]
         self.missing = [v for v in wanted if v not in present]
         self._file = None
@@ -497,8 +515,8 @@ class HDF5Features(Dataset):
         if not torch.isfinite(x).all():
             raise ValueError(f"features of {self.ids[index]!r} in {self.path} hold NaN or inf values "
                              f"(frames {sorted(set((~torch.isfinite(x)).nonzero()[:, 0].tolist()))[:10]})")
-        if x.shape[0] < self.min_len:
-            x = x.repeat(-(-self.min_len // x.shape[0]), 1, 1)[:self.min_len]
+        while x.shape[0] < self.min_len:
+            x = torch.cat([x, x])
         return {"id": self.ids[index], "index": index, "frames": x}
 
     def __getstate__(self) -> dict:
