@@ -29,7 +29,7 @@ ORDER_RELATIONS = ("d(q,p)<d(q,i)", "d(q,i)<d(q,n)", "d(q,p)<d(q,n)", "d(p,i)<d(
 
 
 def order_relations(q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> dict[str, Tensor]:
-    """Which orderings of Radial Eq. 1-2 hold (strictly) for each quadlet of ``[B, D]`` embeddings: bool tensors ``[B]``.
+    """Which orderings of Radial Eq. 1-2 hold (strictly) for quadlets of ``[B, D]`` embeddings: bool tensors ``[B]``.
 
     Examples:
         >>> holds = order_relations(*worst_case_quadlet(2.0))

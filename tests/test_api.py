@@ -75,8 +75,9 @@ def test_on_embeddings_equals_pytorch_metric_learning_on_class_balanced_batches(
         (Circle(m=0.4, gamma=80), CircleLoss(m=0.4, gamma=80)),
     ]
     for ours, theirs in pairs:
-        assert ours.on_embeddings(emb, labels).item() == pytest.approx(theirs(emb, labels).item(), rel=1e-6, abs=1e-9), \
-            type(ours).__name__
+        expected = theirs(emb, labels).item()
+        got = ours.on_embeddings(emb, labels).item()
+        assert got == pytest.approx(expected, rel=1e-6, abs=1e-9), type(ours).__name__
 
 
 def test_documented_difference_from_pytorch_metric_learning_smooth_ap():
@@ -114,12 +115,13 @@ def test_metrics_accept_numpy_arrays():
     relevance[:, 0] = True
     t_scores, t_rel = torch.from_numpy(scores), torch.from_numpy(relevance)
     assert mean_average_precision(scores, relevance).item() == mean_average_precision(t_scores, t_rel).item()
-    assert micro_average_precision(scores, relevance.astype(int)).item() == micro_average_precision(t_scores, t_rel).item()
+    micro = micro_average_precision(t_scores, t_rel).item()
+    assert micro_average_precision(scores, relevance.astype(int)).item() == micro
     assert average_precision(scores[0], relevance[0]).item() == average_precision(t_scores[0], t_rel[0]).item()
     assert ndcg(scores, relevance.astype(float)).item() == ndcg(t_scores, t_rel.double()).item()
     for a, b in zip(precision_recall_curve(scores, relevance), precision_recall_curve(t_scores, t_rel)):
         assert torch.equal(a, b)
-    assert quadlet_precision(scores[0], scores[1], scores[2]) == quadlet_precision(t_scores[0], t_scores[1], t_scores[2])
+    assert quadlet_precision(*scores) == quadlet_precision(*t_scores)
     assert triplet_precision(scores[0], scores[1]) == triplet_precision(t_scores[0], t_scores[1])
     assert mean_average_precision(scores.astype(np.float32), relevance).dtype == torch.float32
     from hapref.metrics import gmap, map_at_n

@@ -82,8 +82,9 @@ class Circle(RankingLoss):
 
     softplus(logsumexp_n γ α_n (s_n − m) + logsumexp_p −γ α_p (s_p − 1 + m)) with detached weights
     α_p = [1 + m − s_p]₊, α_n = [s_n + m]₊. Defaults m = 0.25, γ = 256 (the Circle paper, TCA);
-    m must lie in [0, 1) and γ be positive. On class-balanced batches :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals
-    pytorch-metric-learning's ``CircleLoss`` with the same m and γ.
+    m must lie in [0, 1) and γ be positive. On class-balanced batches
+    :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals pytorch-metric-learning's ``CircleLoss``
+    with the same m and γ.
 
     Examples:
         >>> scores = torch.tensor([[0.9, 0.1, 0.0]])

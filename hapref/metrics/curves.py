@@ -36,8 +36,12 @@ def precision_recall_curve(scores: Tensor, relevance: Tensor, ignore: Tensor | N
     Examples:
         >>> precision, recall, thresholds = precision_recall_curve(torch.tensor([0.9, 0.8, 0.7]),
         ...                                                        torch.tensor([1, 0, 1]))
-        >>> precision, recall, thresholds
-        (tensor([0.6667, 0.5000, 1.0000, 1.0000]), tensor([1.0000, 0.5000, 0.5000, 0.0000]), tensor([0.7000, 0.8000, 0.9000]))
+        >>> precision
+        tensor([0.6667, 0.5000, 1.0000, 1.0000])
+        >>> recall
+        tensor([1.0000, 0.5000, 0.5000, 0.0000])
+        >>> thresholds
+        tensor([0.7000, 0.8000, 0.9000])
     """
     scores = check_float_tensor(scores, "scores", (1, 2))
     scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, ndim=scores.ndim)

@@ -56,7 +56,8 @@ def ap_at_ns_per_row(scores: Tensor, relevance: Tensor, keep: Tensor, ns: Sequen
 
     Examples:
         >>> keep = torch.ones(1, 3, dtype=torch.bool)
-        >>> ap_at_ns_per_row(torch.tensor([[0.9, 0.5, 0.1]]), torch.tensor([[False, True, True]]), keep, [1, 3], "standard")
+        >>> relevance = torch.tensor([[False, True, True]])
+        >>> ap_at_ns_per_row(torch.tensor([[0.9, 0.5, 0.1]]), relevance, keep, [1, 3], "standard")
         tensor([[0.0000, 0.5833]])
     """
     dtype = work_dtype(scores.dtype)
@@ -104,7 +105,7 @@ def map_at_n(scores: Tensor, relevance: Tensor, n: int, convention: str = "stand
     Examples:
         >>> scores = -torch.tensor([[0.0, 2.0, 1.0, 3.0]])  # minus Hamming distances
         >>> relevance = torch.tensor([[1, 0, 1, 0]])
-        >>> map_at_n(scores, relevance, n=3), map_at_n(scores, relevance, n=3, convention="autossvh")  # p / hits vs p / N
+        >>> map_at_n(scores, relevance, n=3), map_at_n(scores, relevance, n=3, convention="autossvh")  # p/hits, p/N
         (tensor(1.), tensor(0.6667))
     """
     if not isinstance(n, Integral) or isinstance(n, bool):
