@@ -131,14 +131,27 @@ def _features(data_and_backbone: str) -> tuple[FeatureSplit, FeatureSplit]:
 
 
 def fixed_length(split: FeatureSplit, frames: int) -> Tensor:
-    """``[N, frames, F]``: each video's frames resampled at evenly spaced indices of its own length."""
+    """``[N, frames, F]``: each video's frames resampled at evenly spaced indices of its own length.
+
+    Examples:
+        >>> features = torch.arange(10.0).view(2, 5, 1)
+        >>> split = FeatureSplit(features, torch.tensor([5, 3]), torch.tensor([0, 1]), torch.tensor([0, 0]))
+        >>> fixed_length(split, 3)[..., 0]
+        tensor([[0., 2., 4.],
+                [5., 6., 7.]])
+    """
     steps = torch.linspace(0, 1, frames, dtype=torch.float64)
     index = (steps[None] * (split.lengths[:, None] - 1).double()).round().long()
     return split.features.gather(1, index[..., None].expand(-1, -1, split.features.shape[-1]))
 
 
 def hamming_scores(query: Tensor, database: Tensor) -> Tensor:
-    """``-Hamming`` distance ``[Q, M]`` of ±1 codes: ``-(K - q·d)/2``."""
+    """``-Hamming`` distance ``[Q, M]`` of ±1 codes ``[Q, K]``, ``[M, K]``: ``-(K - q·d)/2``.
+
+    Examples:
+        >>> hamming_scores(torch.tensor([[1.0, -1, 1, 1]]), torch.tensor([[1.0, 1, 1, 1], [-1.0, 1, -1, -1]]))
+        tensor([[-1., -4.]])
+    """
     return -(query.shape[1] - query @ database.T) / 2
 
 
@@ -150,6 +163,12 @@ def hashing_metrics(query: Tensor, database: Tensor, query_labels: Tensor, db_la
     code's convention); both are the expected value over the orders of equally distant database codes
     (:func:`hapref.metrics.hamming_map_at_ns`), so they do not depend on the database order. GMAP
     (Eq. 21) is the root of the sum of squares of the ``autossvh`` values over the N kept.
+
+    Examples:
+        >>> codes = torch.tensor([[1.0, 1, 1, 1], [1.0, 1, 1, 1], [-1.0, -1, -1, -1], [-1.0, -1, -1, -1]])
+        >>> labels = torch.tensor([0, 0, 1, 1])
+        >>> hashing_metrics(codes, codes, labels, labels, ns=(2, 8))
+        {'mAP@2': 1.0, 'mAP@2/autossvh': 1.0, 'GMAP': 1.0}
     """
     ns = tuple(n for n in ns if n <= database.shape[0])
     pad = -database.shape[1] % 8                     # FAISS stores whole bytes; equal +1 bits add no distance
@@ -164,7 +183,17 @@ def hashing_metrics(query: Tensor, database: Tensor, query_labels: Tensor, db_la
 
 
 class AutoSSVHTask:
-    """The :class:`hapref.train.loop.Task` of the AutoSSVH pipeline (one loss variant, one seed)."""
+    """The :class:`hapref.train.loop.Task` of the AutoSSVH pipeline (one loss variant, one seed).
+
+    Examples:
+        >>> task = AutoSSVHTask("smoke", "autossvh")
+        >>> model = task.build_model()
+        >>> batch = task.batch(0, torch.device("cpu"))
+        >>> batch[2].shape, sorted(task.loss(model, batch))
+        (torch.Size([16, 6, 128]), ['fr', 'loss', 'p2set', 'vc'])
+        >>> sorted(task.evaluate(model))
+        ['GMAP', 'mAP@5', 'mAP@5/autossvh']
+    """
 
     def __init__(self, profile: str | dict, loss: str, seed: int = 0) -> None:
         if not isinstance(profile, dict) and profile not in PROFILES:
@@ -310,6 +339,11 @@ def build(profile: str, loss: str, seed: int, progress: bool = True,
 
     ``overrides`` (``--set``) change profile keys (``data.size`` for nested ones) or :class:`TrainConfig` fields.
     ``progress`` is part of that contract; the few seconds of feature extraction here show no bar.
+
+    Examples:
+        >>> task, config = build("smoke", "autossvh", seed=0, progress=False)
+        >>> type(task).__name__, task.loss_name, config.steps
+        ('AutoSSVHTask', 'autossvh', 30)
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
@@ -322,6 +356,11 @@ def build(profile: str, loss: str, seed: int, progress: bool = True,
 
 
 def summary_line(metrics: dict[str, float]) -> str:
-    """``eval: mAP@5=.. mAP@20=.. ... GMAP=..`` (standard convention for mAP@N, the paper's for GMAP)."""
+    """``eval: mAP@5=.. mAP@20=.. ... GMAP=..`` (standard convention for mAP@N, the paper's for GMAP).
+
+    Examples:
+        >>> summary_line({"mAP@5": 0.5, "mAP@5/autossvh": 0.4, "GMAP": 0.3})
+        'eval: mAP@5=0.5000 GMAP=0.3000'
+    """
     maps = " ".join(f"{k}={v:.4f}" for k, v in metrics.items() if k.startswith("mAP@") and "/" not in k)
     return f"eval: {maps} GMAP={metrics['GMAP']:.4f}"

@@ -56,7 +56,14 @@ TEACHERS = ("backbone", "dino")
 
 @dataclass(frozen=True)
 class HAPVRProfile:
-    """Sizes of one run: data, views, batch and schedule."""
+    """Sizes of one run: data, views, batch and schedule.
+
+    Examples:
+        >>> from dataclasses import replace
+        >>> p = PROFILES["smoke"]
+        >>> p.batch_videos, p.frames, replace(p, steps=2).steps
+        (4, 8, 2)
+    """
 
     benchmark: str          # hapref.data benchmark profile
     train_clips: int        # unlabeled clips used (the first ones of the split)
@@ -101,6 +108,14 @@ class Variant:
     ``temporal_k`` defaults to the released rate 0.03 (``v_topk_rate`` of the released ``train.sh``); on the
     short CPU clips that keeps the single best column after ψ, i.e. Chamfer.
 
+    Examples:
+        >>> Variant().video_loss, Variant(frame_ap=False).frame_ap
+        ('quadlinear_ap', False)
+        >>> Variant(temporal_k=2.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: temporal_k must be a rate in [0, 1], got 2.0
+
     ``ap_scope`` matters under ``torchrun`` only: ``"global"`` ranks every query against the batches of all
     ranks (W ranks with batch B train as one process with batch W·B), ``"per_rank"`` against its own rank's
     batch, as the released run computes its loss on each GPU (https://github.com/yafeng19/HAP-VR).
@@ -122,7 +137,13 @@ class Variant:
 
 @dataclass
 class HAPVRData:
-    """Precomputed tensors of one profile (all on CPU)."""
+    """Precomputed tensors of one profile (all on CPU), built by ``prepare_data``.
+
+    Examples:
+        >>> data = prepare_data("smoke")
+        >>> data.train.shape, data.relevance.shape, data.relevance.dtype
+        (torch.Size([4, 8, 8, 9, 32]), torch.Size([3, 21]), torch.bool)
+    """
 
     train: Tensor            # [P, 2B, T, R, D] whitened student regions of the pool's [weak; strong] views
     teacher: Tensor          # [P, 2B, T, D'] teacher frame embeddings of the same views
@@ -136,7 +157,13 @@ class HAPVRData:
 
 
 def resolve_profile(profile: str | HAPVRProfile) -> tuple[str, HAPVRProfile]:
-    """``(cache name, settings)`` of a profile name or of an explicit (e.g. overridden) profile."""
+    """``(cache name, settings)`` of a profile name or of an explicit (e.g. overridden) profile.
+
+    Examples:
+        >>> from dataclasses import replace
+        >>> resolve_profile("smoke")[0], resolve_profile(replace(PROFILES["smoke"], steps=3))[0]
+        ('smoke', 'smoke-custom')
+    """
     if isinstance(profile, HAPVRProfile):
         match = [name for name, p in PROFILES.items() if p == profile]
         return (match[0] if match else f"{profile.benchmark}-custom"), profile
@@ -146,7 +173,18 @@ def resolve_profile(profile: str | HAPVRProfile) -> tuple[str, HAPVRProfile]:
 
 
 class FrameEncoder:
-    """The frozen student/teacher features of frames: L3-iMAC regions ``[T, R, D]`` and a global ``[T, C]``."""
+    """The frozen student/teacher features of frames: L3-iMAC regions ``[T, R, D]`` and a global ``[T, C]``.
+
+    Frames are float ``[T, 3, H, W]``; the teacher here is the backbone's global embedding (``teacher="dino"``
+    is refused: hapref ships no DINO weights).
+
+    Examples:
+        >>> from dataclasses import replace
+        >>> encode = FrameEncoder(replace(PROFILES["smoke"], backbone="small-cnn"), image_size=32)
+        >>> regions, teacher = encode(torch.rand(3, 3, 32, 32))
+        >>> regions.shape, teacher.shape
+        (torch.Size([3, 9, 240]), torch.Size([3, 128]))
+    """
 
     def __init__(self, profile: HAPVRProfile, image_size: int) -> None:
         if profile.teacher not in TEACHERS:
@@ -183,7 +221,14 @@ def feature_videos(path: str, held_out: int) -> tuple[list[Tensor], list[Tensor]
 def feature_file_batch(videos: list[Tensor], profile: HAPVRProfile, generator: torch.Generator,
                        ) -> tuple[Tensor, Tensor, Tensor]:
     """Regions ``[2B, T, R, D]``, teacher ``[2B, T, D]`` (the region mean of the input features: no pixels, no
-    DINO) and S2VS labels of a batch of temporal views of pre-extracted features."""
+    DINO) and S2VS labels of a batch of temporal views of pre-extracted features.
+
+    Examples:
+        >>> videos = [torch.randn(10, 4, 16) for _ in range(6)]
+        >>> regions, teacher, labels = feature_file_batch(videos, PROFILES["smoke"], torch.Generator().manual_seed(0))
+        >>> regions.shape, teacher.shape, labels.shape
+        (torch.Size([8, 8, 4, 16]), torch.Size([8, 8, 16]), torch.Size([8, 8]))
+    """
     n = min(profile.train_clips, len(videos))
     picked = torch.randperm(n, generator=generator)[:profile.batch_videos].tolist()
     regions, labels = feature_batch([videos[i] for i in picked], profile.frames, generator)
@@ -211,7 +256,14 @@ def _frame_clips(root: str, size: int, length: int) -> FrameClips:
 
 def clip_source(bench, profile: HAPVRProfile):
     """The unlabeled training clips: the benchmark's split, or decoded frames on disk (``frames_dir``, resized to
-    the benchmark's frame size and training-clip length)."""
+    the benchmark's frame size and training-clip length).
+
+    Examples:
+        >>> bench = build_copy_benchmark("smoke")
+        >>> source = clip_source(bench, PROFILES["smoke"])
+        >>> len(source), source[0].shape, source[0].dtype
+        (16, torch.Size([8, 64, 64, 3]), torch.uint8)
+    """
     if profile.frames_dir is None:
         return bench.train
     return _frame_clips(profile.frames_dir, bench.config.frame_size, bench.config.train_frames)
@@ -219,7 +271,12 @@ def clip_source(bench, profile: HAPVRProfile):
 
 def training_clips(bench, profile: HAPVRProfile, clips: Tensor) -> Tensor:
     """uint8 ``[B, T, H, W, 3]``: the unlabeled training clips ``clips`` (:func:`clip_source`), every ``stride``-th
-    frame."""
+    frame.
+
+    Examples:
+        >>> training_clips(build_copy_benchmark("smoke"), PROFILES["smoke"], torch.tensor([0, 1])).shape
+        torch.Size([2, 8, 64, 64, 3])
+    """
     source = clip_source(bench, profile)
     return torch.stack([source[int(c)][::profile.stride] for c in clips])
 
@@ -267,13 +324,29 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
 
 
 def evaluate_scores(scores: Tensor, relevance: Tensor) -> dict[str, float]:
-    """DSVR mAP (retrieval) and μAP (detection) of query × database scores (HAP-VR §4.1)."""
+    """DSVR mAP (retrieval) and μAP (detection) of query × database ``scores [Q, M]`` and bool ``relevance [Q, M]``
+    (HAP-VR §4.1).
+
+    Examples:
+        >>> evaluate_scores(torch.tensor([[0.9, 0.1], [0.2, 0.8]]), torch.tensor([[True, False], [False, True]]))
+        {'mAP': 1.0, 'uAP': 1.0}
+    """
     return {"mAP": float(mean_average_precision(scores, relevance)),
             "uAP": float(micro_average_precision(scores, relevance))}
 
 
 class HAPVRTask:
-    """A :class:`hapref.train.Task` for HAP-VR: batches of view pairs, the Eq. 15 loss, DSVR evaluation."""
+    """A :class:`hapref.train.Task` for HAP-VR: batches of view pairs, the Eq. 15 loss, DSVR evaluation.
+
+    Examples:
+        >>> task = HAPVRTask("smoke")
+        >>> model = task.build_model()
+        >>> batch = task.batch(0, torch.device("cpu"))
+        >>> batch["features"].shape, sorted(task.loss(model, batch))
+        (torch.Size([8, 8, 9, 32]), ['frame_ap', 'infonce', 'loss', 'reg', 'sshn', 'video_ap'])
+        >>> sorted(task.evaluate(model))
+        ['mAP', 'uAP']
+    """
 
     def __init__(self, profile: str | HAPVRProfile = "quick", variant: Variant = Variant(), seed: int = 0,
                  progress: bool = False) -> None:
@@ -350,6 +423,10 @@ def untrained_scores(profile: str, measure: str = "chamfer", k: float = 0.0) -> 
     """Training-free scores on the same features: two-level (TopK-)Chamfer without ψ (the chapter 3 baseline).
 
     HAP-VR Eq. 3 and Eq. 5 without ψ.
+
+    Examples:
+        >>> untrained_scores("smoke").shape
+        torch.Size([3, 21])
     """
     d = prepare_data(profile)
     net = VideoSimilarityNetwork(spatial_k=0.1, temporal_k=1.0 if measure == "mean" else k, comparator=False)
@@ -358,7 +435,12 @@ def untrained_scores(profile: str, measure: str = "chamfer", k: float = 0.0) -> 
 
 
 def config_for(profile: str | HAPVRProfile, seed: int = 0, **overrides: Any) -> TrainConfig:
-    """The :class:`TrainConfig` of ``profile`` (AdamW, warm-up + cosine, wd 0.01 as HAP-VR §4.1)."""
+    """The :class:`TrainConfig` of ``profile`` (AdamW, warm-up + cosine, wd 0.01 as HAP-VR §4.1).
+
+    Examples:
+        >>> config_for("smoke").steps, config_for("smoke", steps=2).steps, config_for("smoke").weight_decay
+        (10, 2, 0.01)
+    """
     p = resolve_profile(profile)[1]
     return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=p.weight_decay, warmup_steps=p.warmup_steps,
                                eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
@@ -367,12 +449,23 @@ def config_for(profile: str | HAPVRProfile, seed: int = 0, **overrides: Any) -> 
 def build(profile: str, loss: str, seed: int, progress: bool = True,
           overrides: dict[str, str] | None = None) -> tuple[HAPVRTask, TrainConfig]:
     """The HAP-VR task and training config for ``python -m hapref.train hapvr``; ``overrides`` (``--set``) may
-    change any field of the profile, of :class:`Variant` or of the :class:`TrainConfig`."""
+    change any field of the profile, of :class:`Variant` or of the :class:`TrainConfig`.
+
+    Examples:
+        >>> task, config = build("smoke", "quadlinear_ap", seed=0, progress=False, overrides={"grad_clip": "1.0"})
+        >>> type(task).__name__, task.variant.video_loss, config.grad_clip
+        ('HAPVRTask', 'quadlinear_ap', 1.0)
+    """
     p = resolve_profile(profile)[1]
     config, p, variant = override_all([config_for(p, seed), p, Variant(video_loss=loss)], overrides or {})
     return HAPVRTask(p, variant, seed, progress=progress), config
 
 
 def summary_line(metrics: dict[str, float]) -> str:
-    """The last line the CLI prints."""
+    """The last line the CLI prints.
+
+    Examples:
+        >>> summary_line({"mAP": 0.5, "uAP": 0.25})
+        'eval: mAP=0.5000 uAP=0.2500'
+    """
     return f"eval: mAP={metrics['mAP']:.4f} uAP={metrics['uAP']:.4f}"

@@ -61,7 +61,14 @@ DATA_FIELDS = ("benchmark", "train_clips", "distractor_clips", "frames", "stride
 
 @dataclass(frozen=True)
 class TCAProfile:
-    """Sizes of one run: data, views, model, memory bank and schedule."""
+    """Sizes of one run: data, views, model, memory bank and schedule.
+
+    Examples:
+        >>> from dataclasses import replace
+        >>> p = PROFILES["smoke"]
+        >>> p.whiten_dim, p.bank_size, replace(p, steps=2).steps
+        (32, 16, 2)
+    """
 
     benchmark: str          # hapref.data benchmark profile
     train_clips: int        # unlabeled clips that give copy pairs (the first ones of the split)
@@ -115,7 +122,16 @@ PROFILES: dict[str, TCAProfile] = {
 
 @dataclass(frozen=True)
 class Variant:
-    """What a run changes: the loss and its parameters (TCA Table 1c), bank size (Table 1d), feature (Table 1b)."""
+    """What a run changes: the loss and its parameters (TCA Table 1c), bank size (Table 1d), feature (Table 1b).
+
+    Examples:
+        >>> Variant().loss, Variant(loss="infonce", bank_size=0).bank_size
+        ('circle', 0)
+        >>> Variant(loss="arcface")
+        Traceback (most recent call last):
+        ...
+        ValueError: loss must be one of ('infonce', 'circle', 'triplet'), got 'arcface'
+    """
 
     loss: str = "circle"
     temperature: float = 1 / 256     # InfoNCE: the scale of Circle loss's γ = 256
@@ -146,7 +162,13 @@ class Variant:
 
 @dataclass
 class TCAData:
-    """Precomputed, PCA-whitened frame descriptors of one profile (all on CPU)."""
+    """Precomputed, PCA-whitened frame descriptors of one profile (all on CPU), built by ``prepare_data``.
+
+    Examples:
+        >>> data = prepare_data("smoke")
+        >>> data.train.shape, data.distractors.shape, data.relevance.shape
+        (torch.Size([8, 2, 8, 32]), torch.Size([8, 8, 32]), torch.Size([3, 21]))
+    """
 
     train: Tensor            # [C, V, T, D] every view of every training clip
     train_valid: Tensor      # [C, V, T] bool: real frames (False = padding, with ``pad_views``)
@@ -263,7 +285,13 @@ def _prepare_from_features(p: TCAProfile) -> TCAData:
 
 
 def resolve_profile(profile: str | TCAProfile) -> tuple[str, TCAProfile]:
-    """``(cache name, settings)`` of a profile name or of an explicit (e.g. overridden) profile."""
+    """``(cache name, settings)`` of a profile name or of an explicit (e.g. overridden) profile.
+
+    Examples:
+        >>> from dataclasses import replace
+        >>> resolve_profile("smoke")[0], resolve_profile(replace(PROFILES["smoke"], steps=3))[0]
+        ('smoke', 'smoke-custom')
+    """
     if isinstance(profile, TCAProfile):
         match = [name for name, p in PROFILES.items() if p == profile]
         return (match[0] if match else f"{profile.benchmark}-custom"), profile
@@ -288,6 +316,12 @@ def frame_scores(x: Tensor, y: Tensor, x_valid: Tensor, y_valid: Tensor, measure
 
     ``cosine``: cosine of the mean-pooled frames; ``chamfer``: mean over query frames of the best target frame;
     ``symmetric_chamfer``: the average of both directions.
+
+    Examples:
+        >>> x, y = torch.randn(2, 5, 8), torch.randn(3, 6, 8)
+        >>> x_valid, y_valid = torch.ones(2, 5, dtype=torch.bool), torch.ones(3, 6, dtype=torch.bool)
+        >>> frame_scores(x, y, x_valid, y_valid, "chamfer").shape
+        torch.Size([2, 3])
     """
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
@@ -300,7 +334,13 @@ def frame_scores(x: Tensor, y: Tensor, x_valid: Tensor, y_valid: Tensor, measure
 
 
 def baseline_metrics(profile: str, pooling: str = "l3irmac") -> dict[str, dict[str, float]]:
-    """Training-free baselines on the same whitened features: mAP/μAP per measure of :data:`MEASURES`."""
+    """Training-free baselines on the same whitened features: mAP/μAP per measure of ``MEASURES``.
+
+    Examples:
+        >>> metrics = baseline_metrics("smoke")
+        >>> sorted(metrics), sorted(metrics["chamfer"])
+        (['chamfer', 'cosine', 'symmetric_chamfer'], ['mAP', 'uAP'])
+    """
     d = prepare_data(profile, pooling)
     return {m: evaluate_scores(frame_scores(d.queries, d.database, d.query_valid, d.database_valid, m), d.relevance)
             for m in MEASURES}
@@ -312,6 +352,11 @@ class AggregatorWithBank(nn.Module):
     Calls go to the aggregator: ``model(features, valid)`` is TCA_c, ``model.frame_embeddings`` TCA_f.
     ``key_encoder`` (optional) is a :class:`~hapref.models.MomentumEncoder` of the aggregator (MoCo, TCA
     Table 1e); without one, :meth:`keys` uses the aggregator itself (momentum 0, the memory bank).
+
+    Examples:
+        >>> model = build_model(16, 4, 32, 0.5, bank_size=8).eval()
+        >>> type(model.aggregator).__name__, model(torch.randn(2, 5, 16)).shape, model.keys(torch.randn(2, 5, 16)).shape
+        ('TemporalContextAggregator', torch.Size([2, 16]), torch.Size([2, 16]))
     """
 
     def __init__(self, aggregator: nn.Module, bank: MemoryBank | None,
@@ -350,7 +395,17 @@ def build_model(dim: int, nhead: int, dim_feedforward: int, dropout: float, bank
 
 
 class TCATask:
-    """A :class:`hapref.train.Task` for TCA: view pairs, a memory-bank contrastive loss, DSVR evaluation."""
+    """A :class:`hapref.train.Task` for TCA: view pairs, a memory-bank contrastive loss, DSVR evaluation.
+
+    Examples:
+        >>> task = TCATask("smoke")
+        >>> model = task.build_model()
+        >>> batch = task.batch(0, torch.device("cpu"))
+        >>> batch["anchor"].shape, sorted(task.loss(model, batch))
+        (torch.Size([4, 8, 32]), ['loss', 's_pos'])
+        >>> sorted(task.evaluate(model))
+        ['mAP', 'mAP_f', 'mAP_sym', 'uAP', 'uAP_f', 'uAP_sym']
+    """
 
     def __init__(self, profile: str | TCAProfile = "quick", variant: Variant = Variant(), seed: int = 0,
                  progress: bool = False) -> None:
@@ -440,7 +495,12 @@ class TCATask:
 
 
 def config_for(profile: str | TCAProfile, seed: int = 0, **overrides: Any) -> TrainConfig:
-    """The :class:`TrainConfig` of ``profile`` (Adam-style with small weight decay, warm-up + cosine as TCA §4.1)."""
+    """The :class:`TrainConfig` of ``profile`` (Adam-style with small weight decay, warm-up + cosine as TCA §4.1).
+
+    Examples:
+        >>> config_for("smoke").steps, config_for("smoke", steps=2).steps
+        (10, 2)
+    """
     p = resolve_profile(profile)[1]
     return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=p.weight_decay, warmup_steps=p.warmup_steps,
                                eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
@@ -449,13 +509,25 @@ def config_for(profile: str | TCAProfile, seed: int = 0, **overrides: Any) -> Tr
 def build(profile: str, loss: str, seed: int, progress: bool = True,
           overrides: dict[str, str] | None = None) -> tuple[TCATask, TrainConfig]:
     """The TCA task and training config for ``python -m hapref.train tca``; ``overrides`` (``--set``) may change
-    any field of the profile, of :class:`Variant` or of the :class:`TrainConfig`."""
+    any field of the profile, of :class:`Variant` or of the :class:`TrainConfig`.
+
+    Examples:
+        >>> task, config = build("smoke", "circle", seed=0, progress=False, overrides={"grad_clip": "1.0"})
+        >>> type(task).__name__, task.variant.loss, config.grad_clip
+        ('TCATask', 'circle', 1.0)
+    """
     p = resolve_profile(profile)[1]
     config, p, variant = override_all([config_for(p, seed), p, Variant(loss=loss)], overrides or {})
     return TCATask(p, variant, seed, progress=progress), config
 
 
 def summary_line(metrics: dict[str, float]) -> str:
-    """The last line the CLI prints: TCA_f and TCA_sym first, the TCA_c headline last."""
+    """The last line the CLI prints: TCA_f and TCA_sym first, the TCA_c headline last.
+
+    Examples:
+        >>> print(summary_line({"mAP": 0.5, "uAP": 0.25, "mAP_f": 0.4, "uAP_f": 0.2}))
+        mAP_f=0.4000 uAP_f=0.2000
+        eval: mAP=0.5000 uAP=0.2500
+    """
     extra = " ".join(f"{k}={metrics[k]:.4f}" for k in ("mAP_f", "uAP_f", "mAP_sym", "uAP_sym") if k in metrics)
     return f"{extra}\neval: mAP={metrics['mAP']:.4f} uAP={metrics['uAP']:.4f}"
