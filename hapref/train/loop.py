@@ -112,6 +112,19 @@ class Task(Protocol):
     {name: "hapref.<module>:<Class>"}}`` (what :func:`load_run` rebuilds), ``preprocess() -> {name: module}``
     (saved with the checkpoint; each module is rebuilt as ``Class(**state_dict)``), and
     ``state_dict()`` / ``load_state_dict(state)`` for state the task itself changes while training.
+
+    Examples:
+        >>> class Toy:  # a least-squares toy task
+        ...     def build_model(self):
+        ...         return torch.nn.Linear(4, 1)
+        ...     def batch(self, step, device):
+        ...         return torch.randn(8, 4, generator=torch.Generator().manual_seed(step)).to(device)
+        ...     def loss(self, model, batch):
+        ...         return {"loss": (model(batch)[:, 0] - batch.sum(1)).pow(2).mean()}
+        ...     def evaluate(self, model):
+        ...         return {"mse": float(self.loss(model, self.batch(-1, "cpu"))["loss"])}
+        >>> isinstance(Toy(), Task), isinstance(object(), Task)
+        (True, False)
     """
 
     def build_model(self) -> nn.Module:
@@ -230,6 +243,27 @@ def load_checkpoint(out_dir: str | Path, map_location: str | torch.device = "cpu
     """The plain state-dict checkpoint that :func:`fit` wrote to ``out_dir`` (loaded with ``weights_only=True``).
 
     A missing or damaged file raises a ValueError that names it.
+
+    Examples:
+        >>> import tempfile
+        >>> class Toy:  # a least-squares toy task
+        ...     def build_model(self):
+        ...         return torch.nn.Linear(4, 1)
+        ...     def batch(self, step, device):
+        ...         return torch.randn(8, 4, generator=torch.Generator().manual_seed(step)).to(device)
+        ...     def loss(self, model, batch):
+        ...         return {"loss": (model(batch)[:, 0] - batch.sum(1)).pow(2).mean()}
+        ...     def evaluate(self, model):
+        ...         return {"mse": float(self.loss(model, self.batch(-1, "cpu"))["loss"])}
+        >>> out = tempfile.mkdtemp()
+        >>> _ = fit(Toy(), TrainConfig(steps=2, lr=1e-2), out, progress=False)
+        >>> state = load_checkpoint(out)
+        >>> state["step"], sorted(state["model"])
+        (2, ['bias', 'weight'])
+        >>> load_checkpoint(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: no checkpoint at .../checkpoint.pt
     """
     path = Path(out_dir) / CHECKPOINT
     if not path.is_file():
@@ -267,6 +301,20 @@ def run_record(task: Task, config: TrainConfig, run: dict[str, Any] | None = Non
     """The ``config.json`` of a run: ``run`` (pipeline, profile, loss, seed), world size, version, every setting.
 
     ``settings`` and ``model`` come from the task's optional ``run_settings()`` and ``model_spec()`` hooks.
+
+    Examples:
+        >>> class Toy:  # a least-squares toy task
+        ...     def build_model(self):
+        ...         return torch.nn.Linear(4, 1)
+        ...     def batch(self, step, device):
+        ...         return torch.randn(8, 4, generator=torch.Generator().manual_seed(step)).to(device)
+        ...     def loss(self, model, batch):
+        ...         return {"loss": (model(batch)[:, 0] - batch.sum(1)).pow(2).mean()}
+        ...     def evaluate(self, model):
+        ...         return {"mse": float(self.loss(model, self.batch(-1, "cpu"))["loss"])}
+        >>> record = run_record(Toy(), TrainConfig(steps=3), {"pipeline": "toy"})
+        >>> record["pipeline"], record["train"]["steps"], "model" in record
+        ('toy', 3, False)
     """
     from hapref import __version__
     from hapref.distributed import get_world_size
@@ -328,6 +376,24 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     checkpoint keeps every rank's RNG state, so a resume at the same world size is bit for bit; a resume
     at another world size continues the model, optimiser and schedule exactly and says that the batches
     and random streams differ from an uninterrupted run.
+
+    Examples:
+        >>> import os, tempfile
+        >>> class Toy:  # a least-squares toy task
+        ...     def build_model(self):
+        ...         return torch.nn.Linear(4, 1)
+        ...     def batch(self, step, device):
+        ...         return torch.randn(8, 4, generator=torch.Generator().manual_seed(step)).to(device)
+        ...     def loss(self, model, batch):
+        ...         return {"loss": (model(batch)[:, 0] - batch.sum(1)).pow(2).mean()}
+        ...     def evaluate(self, model):
+        ...         return {"mse": float(self.loss(model, self.batch(-1, "cpu"))["loss"])}
+        >>> out = tempfile.mkdtemp()
+        >>> result = fit(Toy(), TrainConfig(steps=3, lr=1e-2), out, progress=False)
+        >>> [entry["step"] for entry in result.history], sorted(result.metrics)
+        ([1, 2, 3], ['mse'])
+        >>> sorted(os.listdir(out))
+        ['checkpoint.pt', 'config.json', 'log.jsonl', 'metrics.json']
     """
     if not isinstance(task, Task):
         raise ValueError(f"task must implement build_model/batch/loss/evaluate, got {type(task).__name__}")
@@ -481,6 +547,30 @@ def load_run(path: str | Path, map_location: str | torch.device = "cpu") -> tupl
     and loaded from ``checkpoint.pt`` with ``weights_only=True``. ``config["preprocess"]`` holds the modules
     to apply to new inputs before the model, rebuilt from the checkpoint (e.g. ``"whitening"``, the
     :class:`~hapref.features.PCAWhitening` the model was trained behind).
+
+    Examples:
+        >>> import tempfile
+        >>> from hapref.train.tca import build_model
+        >>> class Toy:  # a task whose model_spec() names a hapref constructor
+        ...     spec = {"factory": "hapref.train.tca:build_model",
+        ...             "kwargs": {"dim": 8, "nhead": 2, "dim_feedforward": 16, "dropout": 0.0, "bank_size": 0}}
+        ...     def build_model(self):
+        ...         return build_model(**self.spec["kwargs"])
+        ...     def model_spec(self):
+        ...         return self.spec
+        ...     def batch(self, step, device):
+        ...         return torch.randn(4, 5, 8, generator=torch.Generator().manual_seed(step)).to(device)
+        ...     def loss(self, model, batch):
+        ...         return {"loss": model(batch).sum(-1).pow(2).mean()}
+        ...     def evaluate(self, model):
+        ...         return {}
+        >>> out = tempfile.mkdtemp()
+        >>> _ = fit(Toy(), TrainConfig(steps=2, lr=1e-2), out, progress=False)
+        >>> model, config = load_run(out)
+        >>> type(model).__name__, model.training, config["model"]["factory"], config["preprocess"]
+        ('AggregatorWithBank', False, 'hapref.train.tca:build_model', {})
+        >>> model(torch.randn(1, 5, 8)).shape
+        torch.Size([1, 8])
     """
     folder = Path(path)
     config = read_json(folder / CONFIG)
