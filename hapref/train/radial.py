@@ -73,7 +73,16 @@ def _features(data_and_backbone: str) -> tuple[FeatureSplit, FeatureSplit]:
 
 
 def make_loss(loss: str) -> nn.Module:
-    """The loss module for a name of :data:`LOSSES`, with the paper's margins (Radial "Experimental settings")."""
+    """The loss module for a name of :data:`LOSSES`, with the paper's margins (Radial "Experimental settings").
+
+    Examples:
+        >>> type(make_loss("radial")).__name__, type(make_loss("triplet")).__name__
+        ('RadialLoss', 'TripletLoss')
+        >>> make_loss("arcface")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: loss must be one of ('triplet', ..., 'radial'), got 'arcface'
+    """
     modules = {"triplet": lambda: TripletLoss(margin=0.7), "quadruplet1": lambda: Quadruplet1Loss(margin=0.5),
                "quadruplet2a": lambda: Quadruplet2Loss(1.0, 0.5), "quadruplet2b": lambda: Quadruplet2Loss(1.0, 0.5),
                "quadlet": lambda: QuadletLoss(0.7, 0.3, 0.5), "radial": lambda: RadialLoss(c=3.0, margin=0.3)}
@@ -94,7 +103,15 @@ def order_metrics(train_emb: Tensor, test_emb: Tensor, train: FeatureSplit, test
                   quadlets: Tensor) -> dict[str, float]:
     """QP, TP (on test ``quadlets`` [Q, 4]), NDCG and MAP (test queries vs the train split) of embeddings.
 
-    Radial Table 2 metrics.
+    Radial Table 2 metrics. Embeddings are unit-norm float ``[N_train, E]`` and ``[N_test, E]``.
+
+    Examples:
+        >>> task = RadialTask("smoke", "radial")
+        >>> train_emb = torch.nn.functional.normalize(torch.randn(len(task.train_split.classes), 8), dim=1)
+        >>> test_emb = torch.nn.functional.normalize(torch.randn(len(task.test_split.classes), 8), dim=1)
+        >>> metrics = order_metrics(train_emb, test_emb, task.train_split, task.test_split, task.eval_quadlets)
+        >>> sorted(metrics), all(0.0 <= v <= 1.0 for v in metrics.values())
+        (['MAP', 'NDCG', 'QP', 'TP'], True)
     """
     q, p, i, n = (test_emb[quadlets[:, k]] for k in range(4))
     s_qp, s_qi, s_qn = -squared_distance(q, p), -squared_distance(q, i), -squared_distance(q, n)
@@ -107,7 +124,17 @@ def order_metrics(train_emb: Tensor, test_emb: Tensor, train: FeatureSplit, test
 
 
 class RadialTask:
-    """The :class:`hapref.train.loop.Task` of the Radial pipeline (one loss, one seed)."""
+    """The :class:`hapref.train.loop.Task` of the Radial pipeline (one loss, one seed).
+
+    Examples:
+        >>> task = RadialTask("smoke", "radial")
+        >>> model = task.build_model()
+        >>> features, lengths, arity = task.batch(0, torch.device("cpu"))
+        >>> features.shape, arity, sorted(task.loss(model, (features, lengths, arity)))
+        (torch.Size([32, 6, 128]), 4, ['loss'])
+        >>> sorted(task.evaluate(model))
+        ['MAP', 'NDCG', 'QP', 'TP']
+    """
 
     def __init__(self, profile: str | dict, loss: str, seed: int = 0) -> None:
         self.settings = _profile(profile)
@@ -162,6 +189,11 @@ def build(profile: str, loss: str, seed: int, progress: bool = True,
 
     ``overrides`` (``--set``) change profile keys (``data.size`` for nested ones) or :class:`TrainConfig` fields.
     ``progress`` is part of that contract; the few seconds of feature extraction here show no bar.
+
+    Examples:
+        >>> task, config = build("smoke", "radial", seed=0, progress=False)
+        >>> type(task).__name__, task.loss_name, config.steps
+        ('RadialTask', 'radial', 10)
     """
     settings = _profile(profile)
     config = TrainConfig(steps=settings["steps"], lr=settings["lr"], weight_decay=1e-4,
@@ -173,6 +205,11 @@ def build(profile: str, loss: str, seed: int, progress: bool = True,
 
 
 def summary_line(metrics: dict[str, float]) -> str:
-    """``eval: QP=.. TP=.. NDCG=.. MAP=..`` (QP and TP in %, as the paper prints them)."""
+    """``eval: QP=.. TP=.. NDCG=.. MAP=..`` (QP and TP in %, as the paper prints them).
+
+    Examples:
+        >>> summary_line({"QP": 0.5, "TP": 0.75, "NDCG": 0.9, "MAP": 0.8})
+        'eval: QP=50.00 TP=75.00 NDCG=0.9000 MAP=0.8000'
+    """
     return (f"eval: QP={100 * metrics['QP']:.2f} TP={100 * metrics['TP']:.2f} "
             f"NDCG={metrics['NDCG']:.4f} MAP={metrics['MAP']:.4f}")
