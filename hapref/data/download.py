@@ -61,6 +61,17 @@ def verify(path: str | os.PathLike, sha256: str | None = None, size: int | None 
 
     Raises ValueError on a mismatch. Without an expected or recorded checksum nothing can be compared: the
     file's SHA-256 is returned (and :func:`download` records it).
+
+    Examples:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = path.write_bytes(b"hello\\n")
+        >>> verify(path, size=6)
+        '5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03'
+        >>> verify(path, sha256="0" * 64)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: .../a.txt has SHA-256 5891b5b5..., expected sha256 000...
     """
     path = Path(path)
     if size is not None and path.stat().st_size != size:
@@ -301,6 +312,15 @@ def extract(archive: str | os.PathLike, dest_dir: str | os.PathLike) -> Path:
     Everything is checked before anything is written; extraction goes to a temporary sibling folder that
     is renamed to ``dest_dir`` at the end, so ``dest_dir`` exists only when complete. An existing
     ``dest_dir`` is returned unchanged.
+
+    Examples:
+        >>> import tempfile, zipfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> with zipfile.ZipFile(folder / "a.zip", "w") as archive:
+        ...     archive.writestr("x/readme.txt", "hi")
+        >>> out = extract(folder / "a.zip", folder / "out")
+        >>> sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+        ['x', 'x/readme.txt']
     """
     archive, dest_dir = Path(archive), Path(dest_dir)
     if dest_dir.exists():

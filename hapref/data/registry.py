@@ -18,7 +18,14 @@ from hapref.data.download import download
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """One file to fetch: its URL, the name to store it under and, where published, its checksum and size."""
+    """One file to fetch: its URL, the name to store it under and, where published, its checksum and size.
+
+    Examples:
+        >>> RemoteFile("https://example.org/a.bin", "a.bin")
+        RemoteFile(url='https://example.org/a.bin', filename='a.bin', sha256=None, size=None, approx_size='')
+        >>> ANNOTATIONS["fivr"][0].filename, ANNOTATIONS["fivr"][0].size
+        ('fivr.pickle', 3469558)
+    """
 
     url: str
     filename: str
