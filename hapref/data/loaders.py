@@ -527,6 +527,18 @@ class FramesDirectory(Dataset):
     """Decoded frames on disk: ``<root>/<id>.npy`` (uint8 ``[T, H, W, 3]``) or ``<root>/<id>/*.jpg|png`` (sorted).
 
     Item: ``{"id", "index", "frames": uint8 [T, H, W, 3]}``. Ids without frames are listed in ``missing``.
+
+    Examples:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> np.save(root / "v1.npy", np.zeros((4, 8, 8, 3), dtype=np.uint8))
+        >>> frames = FramesDirectory(root, ["v1", "v2"])
+        >>> len(frames), frames.missing, frames[0]["frames"].shape
+        (1, ['v2'], torch.Size([4, 8, 8, 3]))
+        >>> FramesDirectory(root, ["../v1"])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: ids must be plain file names inside root (no path separators, '.' or '..'), got '../v1'
     """
 
     _IMAGES = (".jpg", ".jpeg", ".png")

@@ -185,6 +185,22 @@ class ResNet50Backbone(Backbone):
 
     Weights come from ``weights_path`` (a torchvision ``resnet50`` state dict) or, when omitted,
     from the torch hub cache if ``IMAGENET1K_V1`` is already there; nothing is ever downloaded.
+
+    Examples:
+        Without a working torchvision (RuntimeError) or without the weights file (FileNotFoundError) the
+        constructor says what is missing; the two lines marked ``+SKIP`` need torchvision and local ImageNet
+        weights, which the doctest run does not have.
+
+        >>> ResNet50Backbone.channels
+        (256, 512, 1024, 2048)
+        >>> try:
+        ...     ResNet50Backbone(weights_path="/nonexistent/resnet50.pth")
+        ... except (RuntimeError, FileNotFoundError) as err:
+        ...     print("resnet50" in str(err))
+        True
+        >>> net = ResNet50Backbone(weights_path="resnet50-0676ba61.pth")  # doctest: +SKIP
+        >>> [m.shape[1] for m in net(torch.zeros(1, 224, 224, 3, dtype=torch.uint8))]  # doctest: +SKIP
+        [256, 512, 1024, 2048]
     """
 
     channels = (256, 512, 1024, 2048)
@@ -211,6 +227,21 @@ class AlexNetBackbone(Backbone):
 
     Maps after the ReLUs of conv2..conv5 (192, 384, 256, 256 channels); weights as for :class:`ResNet50Backbone`
     (a local torchvision ``alexnet`` state dict or the torch hub cache, never downloaded).
+
+    Examples:
+        As for :class:`ResNet50Backbone`, a missing torchvision or weights file is reported; the lines marked
+        ``+SKIP`` need torchvision and local ImageNet weights, which the doctest run does not have.
+
+        >>> AlexNetBackbone.channels
+        (192, 384, 256, 256)
+        >>> try:
+        ...     AlexNetBackbone(weights_path="/nonexistent/alexnet.pth")
+        ... except (RuntimeError, FileNotFoundError) as err:
+        ...     print("alexnet" in str(err))
+        True
+        >>> net = AlexNetBackbone(weights_path="alexnet-owt-7be5be79.pth")  # doctest: +SKIP
+        >>> [m.shape[1] for m in net(torch.zeros(1, 224, 224, 3, dtype=torch.uint8))]  # doctest: +SKIP
+        [192, 384, 256, 256]
     """
 
     channels = (192, 384, 256, 256)
