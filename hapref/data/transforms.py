@@ -210,7 +210,13 @@ def blur(frames: Tensor, generator: torch.Generator, host: Tensor | None = None)
 
 @functools.lru_cache(maxsize=64)
 def text_mask(text: str, font_px: int) -> Tensor:
-    """Alpha mask ``[h, w]`` in [0, 1] of ``text`` in Pillow's bundled font, cropped to the ink."""
+    """Alpha mask ``[h, w]`` in [0, 1] of ``text`` in Pillow's bundled font, cropped to the ink.
+
+    Examples:
+        >>> mask = text_mask("hapref", 16)
+        >>> mask.ndim, float(mask.min()), float(mask.max())
+        (2, 0.0, 1.0)
+    """
     from PIL import Image, ImageDraw, ImageFont
     canvas = Image.new("L", (font_px * (len(text) + 1), 2 * font_px), 0)
     ImageDraw.Draw(canvas).text((0, 0), text, fill=255, font=ImageFont.load_default(size=font_px))
@@ -259,7 +265,13 @@ def text_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None
 
 @functools.lru_cache(maxsize=1)
 def logo_rgba() -> Tensor:
-    """scikit-image's logo as float RGBA ``[500, 500, 4]`` in [0, 255] (its alpha channel is the shape)."""
+    """scikit-image's logo as float RGBA ``[500, 500, 4]`` in [0, 255] (its alpha channel is the shape).
+
+    Examples:
+        >>> logo = logo_rgba()
+        >>> logo.shape, logo.dtype, float(logo.max()) <= 255.0
+        (torch.Size([500, 500, 4]), torch.float32, True)
+    """
     import skimage.data
     return torch.from_numpy(np.asarray(skimage.data.logo())).float()
 

@@ -112,7 +112,13 @@ NS = (5, 20, 40, 60, 80, 100)
 
 @functools.lru_cache(maxsize=4)
 def video_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, FeatureSplit]:
-    """Frozen frame features of the (train, test) fine-grained videos of ``profile``, computed once per process."""
+    """Frozen frame features of the (train, test) fine-grained videos of ``profile``, computed once per process.
+
+    Examples:
+        >>> train, test = video_features("smoke")
+        >>> train.features.shape, test.features.shape
+        (torch.Size([16, 8, 128]), torch.Size([8, 8, 128]))
+    """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {tuple(PROFILES)}, got {profile!r}")
     settings = PROFILES[profile]

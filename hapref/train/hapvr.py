@@ -210,7 +210,18 @@ class FrameEncoder:
 
 @lru_cache(maxsize=2)
 def feature_videos(path: str, held_out: int) -> tuple[list[Tensor], list[Tensor]]:
-    """(training, held-out) ``[T, R, D]`` videos of an HDF5 features file; the last ``held_out`` are held out."""
+    """(training, held-out) ``[T, R, D]`` videos of an HDF5 features file; the last ``held_out`` are held out.
+
+    Examples:
+        >>> import tempfile, pathlib, h5py
+        >>> path = str(pathlib.Path(tempfile.mkdtemp()) / "features.hdf5")
+        >>> with h5py.File(path, "w") as f:
+        ...     for i in range(5):
+        ...         _ = f.create_dataset(f"v{i}", data=np.ones((8, 9, 4), np.float32))
+        >>> train, held = feature_videos(path, held_out=2)
+        >>> len(train), len(held), tuple(held[0].shape)
+        (3, 2, (8, 9, 4))
+    """
     _, videos = read_feature_videos(path, min_len=8)     # HAP-VR's loader tiles videos below 8 frames
     if not 2 <= held_out <= len(videos) - 1:
         raise ValueError(f"held_out must lie in [2, {len(videos) - 1}] for the {len(videos)} videos of {path}, "
@@ -283,7 +294,13 @@ def training_clips(bench, profile: HAPVRProfile, clips: Tensor) -> Tensor:
 
 @lru_cache(maxsize=4)
 def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRData:
-    """The cached pool of augmented batches and the benchmark features of ``profile``, on disk and in memory."""
+    """The cached pool of augmented batches and the benchmark features of ``profile``, on disk and in memory.
+
+    Examples:
+        >>> data = prepare_data("smoke")
+        >>> data.queries.shape, data.query_valid.dtype
+        (torch.Size([3, 8, 9, 32]), torch.bool)
+    """
     profile, p = resolve_profile(profile)
     if p.features is not None:          # cheap to rebuild: no disk cache
         return _prepare_from_features(p)

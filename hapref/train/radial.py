@@ -52,7 +52,13 @@ PROFILES: dict[str, dict] = {
 
 @functools.lru_cache(maxsize=4)
 def finegrained_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, FeatureSplit]:
-    """Frame features of the (train, test) fine-grained videos of ``profile``, computed once and cached."""
+    """Frame features of the (train, test) fine-grained videos of ``profile``, computed once and cached.
+
+    Examples:
+        >>> train, test = finegrained_features("smoke")
+        >>> train.features.shape, test.features.shape
+        (torch.Size([12, 6, 128]), torch.Size([8, 6, 128]))
+    """
     settings = _profile(profile)
     return extract_finegrained_features(settings["data"], settings["backbone"], data_seed)
 

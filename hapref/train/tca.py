@@ -184,7 +184,13 @@ class TCAData:
 
 @lru_cache(maxsize=4)
 def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: bool = False) -> TCAData:
-    """Frame descriptors (``pooling`` of TCA Eq. 1) of the training views and of the benchmark, cached on disk."""
+    """Frame descriptors (``pooling`` of TCA Eq. 1) of the training views and of the benchmark, cached on disk.
+
+    Examples:
+        >>> data = prepare_data("smoke")
+        >>> data.queries.shape, data.database.shape
+        (torch.Size([3, 8, 32]), torch.Size([21, 14, 32]))
+    """
     profile, p = resolve_profile(profile)
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
