@@ -67,8 +67,8 @@ class FeatureExtractor(nn.Module):
     Examples:
         >>> from hapref.features import SmallCNN
         >>> extractor = FeatureExtractor(SmallCNN(image_size=32))
-        >>> extractor.pooling
-        'l3imac'
+        >>> extractor.pooling, extractor(torch.zeros(3, 32, 32, 3, dtype=torch.uint8)).shape
+        ('l3imac', torch.Size([3, 9, 240]))
     """
 
     def __init__(self, backbone: str | Backbone = "efficientnet-lite0", pooling: str | None = None, grid: int = 3,

@@ -70,6 +70,13 @@ class QuadletVideoNet(nn.Module):
         >>> emb = net.embed_features(padded, lengths)
         >>> emb.shape, torch.allclose(emb.norm(dim=1), torch.ones(2))
         (torch.Size([2, 4]), True)
+
+        With a frame CNN, ``forward`` embeds raw clips of different lengths:
+
+        >>> from hapref.features import SmallCNN
+        >>> net = QuadletVideoNet(feature_dim=128, fc_dim=8, hidden_dim=4, backbone=SmallCNN(image_size=32)).eval()
+        >>> net([torch.zeros(3, 32, 32, 3, dtype=torch.uint8), torch.zeros(5, 32, 32, 3, dtype=torch.uint8)]).shape
+        torch.Size([2, 4])
     """
 
     def __init__(self, feature_dim: int, fc_dim: int = 512, hidden_dim: int = 128,
