@@ -81,7 +81,13 @@ class Backbone(nn.Module):
         raise NotImplementedError
 
     def forward(self, frames: Tensor) -> list[Tensor]:
-        """Layer feature maps ``[T, C_l, H_l, W_l]`` of uint8 frames ``[T, H, W, 3]`` (or float ``[T, 3, H, W]``)."""
+        """Layer feature maps ``[T, C_l, H_l, W_l]`` of uint8 frames ``[T, H, W, 3]`` (or float ``[T, 3, H, W]``).
+
+        Examples:
+            >>> maps = SmallCNN()(torch.zeros(2, 64, 64, 3, dtype=torch.uint8))
+            >>> [tuple(m.shape[:2]) for m in maps]
+            [(2, 16), (2, 32), (2, 64), (2, 128)]
+        """
         return self.feature_maps(self.preprocess(frames))
 
     def embed(self, frames: Tensor) -> Tensor:

@@ -103,7 +103,13 @@ class FeatureExtractor(nn.Module):
 
     @torch.no_grad()
     def forward(self, frames: Tensor) -> Tensor:
-        """Region descriptors ``[T, R, D]`` (whitened when a whitening is set) of uint8 frames ``[T, H, W, 3]``."""
+        """Region descriptors ``[T, R, D]`` (whitened when a whitening is set) of uint8 frames ``[T, H, W, 3]``.
+
+        Examples:
+            >>> from hapref.features import SmallCNN
+            >>> FeatureExtractor(SmallCNN(image_size=32))(torch.zeros(3, 32, 32, 3, dtype=torch.uint8)).shape
+            torch.Size([3, 9, 240])
+        """
         x = self.descriptors(frames)
         return self.whitening(x) if self.whitening is not None else x
 

@@ -120,5 +120,11 @@ class PCAWhitening(nn.Module):
         return (x - self.mean.to(x.dtype)) @ self.projection.to(x.dtype)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Whitened, L2-normalised descriptors ``[..., out_dim]`` of float descriptors ``[..., in_dim]``."""
+        """Whitened, L2-normalised descriptors ``[..., out_dim]`` of float descriptors ``[..., in_dim]``.
+
+        Examples:
+            >>> pca = PCAWhitening.fit(torch.randn(200, 8), dim=4)
+            >>> pca(torch.randn(2, 3, 8)).shape
+            torch.Size([2, 3, 4])
+        """
         return F.normalize(self.whiten(x), dim=-1)

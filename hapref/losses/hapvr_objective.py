@@ -105,6 +105,14 @@ class HAPVRObjective(nn.Module):
         similarity regulariser of ψ's raw output (as returned by
         :class:`hapref.similarity.VideoSimilarityNetwork`), ``frame_similarity``/``teacher_similarity
         [N, N, T, T]`` for the frame term.
+
+        Examples:
+            >>> from hapref.losses import QuadLinearAP
+            >>> sims = torch.tensor([[1.0, 0.8, 0.1], [0.8, 1.0, 0.2], [0.1, 0.2, 1.0]])
+            >>> relevance = torch.tensor([[1, 1, 0], [1, 1, 0], [0, 0, 1]], dtype=torch.bool)
+            >>> terms = HAPVRObjective(QuadLinearAP(), None, weights="paper")(sims, relevance, torch.tensor(0.0))
+            >>> sorted(terms), terms["loss"].ndim
+            (['infonce', 'loss', 'reg', 'sshn', 'video_ap'], 0)
         """
         w = self.weights
         relevance = check_binary(relevance, "relevance", video_similarity.shape)

@@ -55,7 +55,16 @@ class InfoNCE(EmbeddingLoss, nn.Module):
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
         """The loss of a batch's ``[N, N]`` finite float similarity matrix, ``[N, N]`` bool relevance and
         optional ``[N, N]`` bool ``ignore`` (True = left out; the diagonal always is). Returns a 0-d tensor
-        (float32 for half-precision scores)."""
+        (float32 for half-precision scores).
+
+        Examples:
+            >>> scores = torch.tensor([[1.0, 0.9, 0.1], [0.9, 1.0, 0.2], [0.1, 0.2, 1.0]])
+            >>> relevance = torch.tensor([[1, 1, 0], [1, 1, 0], [0, 0, 1]], dtype=torch.bool)
+            >>> ignore = torch.zeros(3, 3, dtype=torch.bool)
+            >>> loss = InfoNCE(temperature=0.1)
+            >>> bool(loss(scores, relevance, ignore=ignore) == loss(scores, relevance)), loss(scores, relevance).ndim
+            (True, 0)
+        """
         scores, relevance, ignore = _square(scores, relevance, ignore)
         logits = _promote(scores) / self.temperature
         positive, negative = relevance & ~ignore, ~relevance & ~ignore

@@ -240,7 +240,13 @@ class HardestTripletLoss(nn.Module):
 
     def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
         """Mean hinge over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
-        ``valid [B, M]`` bool (False = not a negative of that row); 0-d."""
+        ``valid [B, M]`` bool (False = not a negative of that row); 0-d.
+
+        Examples:
+            >>> sims, loss = torch.tensor([[0.8, 0.75, 0.1]]), HardestTripletLoss(margin=0.1)
+            >>> round(loss(sims).item(), 4), loss(sims, valid=torch.tensor([[False, True]])).item()  # 0.75 left out
+            (0.05, 0.0)
+        """
         keep = _check_sims(sims, valid)
         if sims.shape[0] == 0 or sims.shape[1] < 2:
             return sims.sum() * 0.0

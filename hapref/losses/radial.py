@@ -108,6 +108,11 @@ class TripletLoss(_TupleLoss):
         """The reduced hinge of query, positive and negative embeddings ``[B, D]`` (finite floats).
 
         Returns a 0-d tensor (``[B]`` with ``reduction="none"``), float32 for half-precision input.
+
+        Examples:
+            >>> q, p, n = torch.zeros(2, 1), torch.tensor([[0.5], [1.0]]), torch.tensor([[1.0], [0.5]])
+            >>> TripletLoss(margin=1.0, reduction="none")(q, p, n)  # [1 + d(q, p) - d(q, n)]₊, squared distances
+            tensor([0.2500, 1.7500])
         """
         q, p, n = _check_tuple(("q", "p", "n"), (q, p, n))
         hinge = (self.margin + squared_distance(q, p) - squared_distance(q, n)).clamp_min(0)
@@ -147,7 +152,13 @@ class QuadletLoss(_TupleLoss):
         return l1, l2, l3
 
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
-        """``L1 + L2 + L3`` of query, positive, intermediate and negative embeddings ``[B, D]``, reduced."""
+        """``L1 + L2 + L3`` of query, positive, intermediate and negative embeddings ``[B, D]``, reduced.
+
+        Examples:
+            >>> q, p, i, n = torch.zeros(1, 1), torch.tensor([[0.1]]), torch.tensor([[1.0]]), torch.tensor([[3.0]])
+            >>> QuadletLoss()(q, p, i, n), QuadletLoss()(q, i, p, n) > 0  # p and i swapped: ordering violated
+            (tensor(0.), tensor(True))
+        """
         l1, l2, l3 = self.terms(q, p, i, n)
         return _reduce(l1 + l2 + l3, self.reduction)
 
@@ -184,7 +195,13 @@ class RadialLoss(_TupleLoss):
         return radial, triplet
 
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
-        """``L_radial + L_triplet`` of quadlet embeddings ``[B, D]`` (finite floats), reduced."""
+        """``L_radial + L_triplet`` of quadlet embeddings ``[B, D]`` (finite floats), reduced.
+
+        Examples:
+            >>> q, p, i = torch.zeros(1, 2), torch.tensor([[0.1, 0.0]]), torch.tensor([[0.0, 0.5]])
+            >>> RadialLoss(c=3.0, margin=0.1)(q, p, i, torch.tensor([[10.0, 10.0]]))
+            tensor(0.)
+        """
         radial, triplet = self.terms(q, p, i, n)
         return _reduce(radial + triplet, self.reduction)
 
@@ -209,7 +226,13 @@ class Quadruplet1Loss(_TupleLoss):
         self.margin = margin
 
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
-        """The two level-crossing hinges of quadlet embeddings ``[B, D]`` (finite floats), summed and reduced."""
+        """The two level-crossing hinges of quadlet embeddings ``[B, D]`` (finite floats), summed and reduced.
+
+        Examples:
+            >>> q, p, i, n = torch.zeros(1, 1), torch.ones(1, 1), 2 * torch.ones(1, 1), 2 * torch.ones(1, 1)
+            >>> Quadruplet1Loss(margin=0.5)(q, p, i, n)
+            tensor(0.)
+        """
         q, p, i, n = _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
         fine = (self.margin + squared_distance(q, p) - squared_distance(q, i)).clamp_min(0)
         coarse = (self.margin + squared_distance(p, i) - squared_distance(q, n)).clamp_min(0)
@@ -235,7 +258,13 @@ class Quadruplet2Loss(_TupleLoss):
         self.margin1, self.margin2 = margin1, margin2
 
     def forward(self, q: Tensor, p: Tensor, n1: Tensor, n2: Tensor) -> Tensor:
-        """The strong and weak hinges of (q, p, n1, n2) embeddings ``[B, D]`` (finite floats), summed and reduced."""
+        """The strong and weak hinges of (q, p, n1, n2) embeddings ``[B, D]`` (finite floats), summed and reduced.
+
+        Examples:
+            >>> q, p, n1, n2 = torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 1), torch.zeros(1, 1)
+            >>> Quadruplet2Loss(1.0, 0.5)(q, p, n1, n2)
+            tensor(1.5000)
+        """
         q, p, n1, n2 = _check_tuple(("q", "p", "n1", "n2"), (q, p, n1, n2))
         d_qp = squared_distance(q, p)
         strong = (self.margin1 + d_qp - squared_distance(q, n1)).clamp_min(0)

@@ -33,7 +33,15 @@ class SSHN(EmbeddingLoss, nn.Module):
     @renamed_keywords(mask="ignore")
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``(hard_negative, self_similarity)`` 0-d tensors of a batch's ``[N, N]`` finite float similarities
-        (diagonal = self-similarity), ``[N, N]`` bool relevance and optional ``[N, N]`` bool ``ignore``."""
+        (diagonal = self-similarity), ``[N, N]`` bool relevance and optional ``[N, N]`` bool ``ignore``.
+
+        Examples:
+            >>> scores = torch.tensor([[1.0, 0.5, 0.9], [0.5, 1.0, 0.1], [0.9, 0.1, 1.0]])
+            >>> ignore = torch.tensor([[False, False, True], [False, False, False], [True, False, False]])
+            >>> hard_negative, self_sim = SSHN()(scores, torch.eye(3, dtype=torch.bool), ignore=ignore)
+            >>> hard_negative.ndim, self_sim.ndim
+            (0, 0)
+        """
         scores, relevance, ignore = _square(scores, relevance, ignore)
         scores = _promote(scores)
         if scores.shape[0] == 0:

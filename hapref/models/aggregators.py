@@ -64,7 +64,12 @@ class NetVLADAggregator(nn.Module):
         return F.normalize(F.normalize(residual, dim=-1).flatten(1), dim=-1)
 
     def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
-        """Video descriptor ``[N, D]``, L2-normalised."""
+        """Video descriptor ``[N, D]``, L2-normalised.
+
+        Examples:
+            >>> NetVLADAggregator(d_model=8, clusters=4)(torch.randn(2, 5, 8)).shape
+            torch.Size([2, 8])
+        """
         return F.normalize(self.project(self.vlad(features, valid)), dim=-1)
 
 
@@ -111,7 +116,14 @@ class RecurrentAggregator(nn.Module):
         return F.normalize(self._encode(features, valid)[0], dim=-1)
 
     def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
-        """Video descriptor ``[N, D]``: mean hidden state over the valid frames, L2-normalised."""
+        """Video descriptor ``[N, D]``: mean hidden state over the valid frames, L2-normalised.
+
+        Examples:
+            >>> model = RecurrentAggregator(d_model=8, cell="gru")
+            >>> out = model(torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.bool))
+            >>> out.shape, torch.allclose(out.norm(dim=-1), torch.ones(2))
+            (torch.Size([2, 8]), True)
+        """
         out, valid = self._encode(features, valid)
         return F.normalize(out.sum(1) / valid.sum(1, keepdim=True).clamp_min(1).to(out.dtype), dim=-1)
 

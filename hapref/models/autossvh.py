@@ -239,7 +239,12 @@ class GradeNet(nn.Module):
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, tokens: Tensor) -> Tensor:
-        """[B, T, dim] embedded frame tokens -> [B, T] scores."""
+        """[B, T, dim] embedded frame tokens -> [B, T] scores.
+
+        Examples:
+            >>> GradeNet(8)(torch.randn(2, 5, 8)).shape
+            torch.Size([2, 5])
+        """
         return torch.sigmoid(self.w4(self.norm(self.w2(F.gelu(self.w1(tokens)))) + tokens)).squeeze(-1)
 
 

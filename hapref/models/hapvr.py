@@ -113,7 +113,13 @@ class BackboneTeacher(nn.Module):
 
     @torch.no_grad()
     def forward(self, frames: Tensor) -> Tensor:
-        """uint8 frames ``[T, H, W, 3]`` -> frozen global embeddings ``[T, C]`` (the teacher of HAP-VR Eq. 13)."""
+        """uint8 frames ``[T, H, W, 3]`` -> frozen global embeddings ``[T, C]`` (the teacher of HAP-VR Eq. 13).
+
+        Examples:
+            >>> from hapref.features import SmallCNN
+            >>> BackboneTeacher(SmallCNN())(torch.zeros(2, 32, 32, 3, dtype=torch.uint8)).shape
+            torch.Size([2, 128])
+        """
         return self.backbone.embed(frames)
 
 

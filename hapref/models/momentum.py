@@ -62,5 +62,12 @@ class MomentumEncoder(nn.Module):
 
     @torch.no_grad()
     def forward(self, *args: Tensor, **kwargs: Tensor) -> Tensor:
-        """The momentum (key) encoder's output for the wrapped encoder's inputs."""
+        """The momentum (key) encoder's output for the wrapped encoder's inputs.
+
+        Examples:
+            >>> query = nn.Linear(3, 2)
+            >>> key = MomentumEncoder(query, momentum=0.9)
+            >>> torch.allclose(key(torch.ones(4, 3)), query(torch.ones(4, 3)))  # a fresh copy: the same output
+            True
+        """
         return self.encoder(*args, **kwargs)

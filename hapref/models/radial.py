@@ -107,7 +107,14 @@ class QuadletVideoNet(nn.Module):
         return F.normalize(hidden[-1], dim=-1)
 
     def forward(self, clips: list[Tensor]) -> Tensor:
-        """Embed raw clips (each uint8 ``[T, H, W, 3]`` or whatever the backbone takes) through the backbone."""
+        """Embed raw clips (each uint8 ``[T, H, W, 3]`` or whatever the backbone takes) through the backbone.
+
+        Examples:
+            >>> from hapref.features import SmallCNN
+            >>> net = QuadletVideoNet(feature_dim=128, fc_dim=8, hidden_dim=4, backbone=SmallCNN(image_size=32)).eval()
+            >>> net([torch.zeros(3, 32, 32, 3, dtype=torch.uint8)]).shape
+            torch.Size([1, 4])
+        """
         if self.backbone is None:
             raise ValueError("this QuadletVideoNet has no backbone; pass backbone= or use embed_features()")
         device = next(self.parameters()).device

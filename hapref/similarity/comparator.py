@@ -52,6 +52,11 @@ class VideoComparator(nn.Module):
 
         Padded cells are zeroed at the input and after every layer (at each resolution), so a
         pair's score does not depend on how much padding its batch carries.
+
+        Examples:
+            >>> raw, valid = VideoComparator()(torch.rand(2, 9, 13))
+            >>> raw.shape, valid
+            (torch.Size([2, 2, 3]), None)
         """
         check_float_tensor(sim, "sim", ndim=3)
         if min(sim.shape[-2:]) < 4:

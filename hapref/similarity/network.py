@@ -207,7 +207,12 @@ class RegionAttention(nn.Module):
         nn.init.xavier_uniform_(self.context.weight)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Region descriptors ``[..., R, dims]`` (float) scaled by their attention weights, same shape."""
+        """Region descriptors ``[..., R, dims]`` (float) scaled by their attention weights, same shape.
+
+        Examples:
+            >>> RegionAttention(8)(torch.randn(2, 5, 4, 8)).shape
+            torch.Size([2, 5, 4, 8])
+        """
         return x * torch.sigmoid(self.context(torch.tanh(self.proj(x))))
 
 

@@ -377,7 +377,13 @@ class AggregatorWithBank(nn.Module):
 
     @renamed_keywords(mask="valid")
     def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
-        """Video descriptors ``[N, D]`` of frame features ``[N, T, D]`` with ``valid [N, T]`` (TCA_c)."""
+        """Video descriptors ``[N, D]`` of frame features ``[N, T, D]`` with ``valid [N, T]`` (TCA_c).
+
+        Examples:
+            >>> model = build_model(16, 4, 32, 0.5, bank_size=8).eval()
+            >>> model(torch.randn(2, 5, 16), torch.ones(2, 5, dtype=torch.bool)).shape
+            torch.Size([2, 16])
+        """
         return self.aggregator(features, valid)
 
     @renamed_keywords(mask="valid")
