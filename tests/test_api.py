@@ -365,6 +365,9 @@ def test_every_module_documents_its_own_forward():
     missing = [name for name, obj in modules
                if obj.forward is not torch.nn.Module.forward and obj.forward.__doc__ in (None, generic)]
     assert missing == []
+    without_example = [name for name, obj in modules
+                       if "forward" in vars(obj) and "Examples:" not in (obj.forward.__doc__ or "")]
+    assert without_example == []
 
 
 def test_public_functions_and_classes_have_examples():

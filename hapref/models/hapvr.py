@@ -162,7 +162,16 @@ class DinoTeacher(nn.Module):
 
     @torch.no_grad()
     def forward(self, frames: Tensor) -> Tensor:
-        """uint8 frames ``[T, H, W, 3]`` -> CLS embeddings ``[T, 384]``."""
+        """uint8 frames ``[T, H, W, 3]`` -> CLS embeddings ``[T, 384]``.
+
+        Examples:
+            Both lines need a local DINO ViT-S/16 checkpoint, which hapref does not ship and the doctest run
+            does not have, so they are marked ``+SKIP``.
+
+            >>> teacher = DinoTeacher("dino_deitsmall16_pretrain.pth")  # doctest: +SKIP
+            >>> teacher(torch.zeros(2, 224, 224, 3, dtype=torch.uint8)).shape  # doctest: +SKIP
+            torch.Size([2, 384])
+        """
         x = frames.permute(0, 3, 1, 2).float().div(255).to(self.mean.device)
         x = nn.functional.interpolate(x, size=(224, 224), mode="bilinear", antialias=True, align_corners=False)
         return self.vit((x - self.mean) / self.std)
