@@ -1,7 +1,7 @@
 """Pairs/s of hapref's streaming scorer vs the released pair-at-a-time evaluation loop, same process.
 
 Usage: ``python benchmarks/scoring.py [--queries 4] [--videos 60] [--frames 20 120] [--repeats 3]
-[--max-cells 2097152 ...] [--device cpu|cuda] [--threads N]``.
+[--max-cells 16384 65536 ...] [--device cpu|cuda] [--threads N]``.
 
 Data: random L2-normalised region features ``[T, R=9, D=512]`` with T uniform in ``--frames``; network: a
 randomly initialised released-format network (attention, ψ, hardtanh in [−1, 1], Chamfer), i.e. what
@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--videos", type=int, default=60)
     parser.add_argument("--frames", type=int, nargs=2, default=(20, 120), metavar=("MIN", "MAX"))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--max-cells", type=int, nargs="+", default=[2 ** 18, 2 ** 20, 2 ** 21])
+    parser.add_argument("--max-cells", type=int, nargs="+", default=[2 ** 14, 2 ** 16, 2 ** 18, 2 ** 21])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--no-padded", action="store_true", help="skip the padded batch scorer")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")

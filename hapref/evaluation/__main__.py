@@ -58,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--features-only", action="store_true",
                        help="no network: Chamfer over regions then frames (the released features_only mode)")
     group.add_argument("--device", default=None, help="torch device for scoring (default: cuda if available)")
-    group.add_argument("--max-cells", type=int, default=2 ** 21,
-                       help="frame pairs scored at once (memory about 400 bytes each)")
+    group.add_argument("--max-cells", type=int, default=None,
+                       help="frame pairs scored at once (memory about 400 bytes each; default 2^16 on the CPU, "
+                            "2^21 on CUDA)")
     group.add_argument("--save-similarities", type=Path, default=None,
                        help="also write the computed similarities here as JSON")
     group.add_argument("--no-progress", action="store_true", help="hide the progress bars")

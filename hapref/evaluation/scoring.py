@@ -199,10 +199,14 @@ def _query_groups(queries: list[Tensor], align: int, rows_cap: int, device: torc
     return groups
 
 
+#: Default ``max_cells`` of :func:`similarities` per device type (frame pairs scored in one block).
+DEFAULT_MAX_CELLS: dict[str, int] = {"cpu": 2 ** 16, "cuda": 2 ** 21}
+
+
 @torch.no_grad()
 def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Iterable[Mapping],
                  database: Iterable[Mapping], *, device: str | torch.device | None = None, progress: bool = True,
-                 max_cells: int = 2 ** 21, chunk_frames: int = CHUNK_FRAMES,
+                 max_cells: int | None = None, chunk_frames: int = CHUNK_FRAMES,
                  min_len: int | None = None, distributed: bool | None = None) -> dict[str, dict[str, float]]:
     """``{query_id: {target_id: similarity}}`` of a similarity network over a streamed database (HAP-VR Eq. 3–5).
 
@@ -219,7 +223,9 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     the released loop fails, is doubled like a short video); scores are in [−1, 1] for networks with
     ``signed_scores`` and in [0, 1] otherwise.
 
-    ``max_cells`` bounds the frame pairs scored at once (peak memory about 400 bytes each, float32):
+    ``max_cells`` bounds the frame pairs scored at once (peak memory about 400 bytes each, float32;
+    default :data:`DEFAULT_MAX_CELLS` of the device: 2¹⁶ on the CPU, where blocks that stay in cache were
+    fastest in ``benchmarks/scoring.py``, 2²¹ on CUDA):
     every query and target group is sized so that rows × columns stay within it, except that a
     single query × single target chunk larger than that is scored on its own. ``device``: where to
     compute (default: the model's; a copy of the model is moved there). Videos are packed, never
@@ -249,7 +255,7 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     """
     if not isinstance(model, VideoSimilarityNetwork):
         raise TypeError(f"model must be a hapref.similarity.VideoSimilarityNetwork, got {type(model).__name__}")
-    if max_cells < 1 or chunk_frames < 4:
+    if max_cells is not None and (not isinstance(max_cells, int) or max_cells < 1) or chunk_frames < 4:
         raise ValueError(f"max_cells must be >= 1 and chunk_frames >= 4, got {max_cells} and {chunk_frames}")
     min_len = model.min_len if min_len is None else min_len
     if min_len < (4 if model.comparator is not None else 1):
@@ -266,6 +272,8 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
         params = list(model.parameters())
         device = params[0].device if params else torch.device("cpu")
     device = torch.device(device)
+    if max_cells is None:
+        max_cells = DEFAULT_MAX_CELLS.get(device.type, DEFAULT_MAX_CELLS["cuda"])
     if any(p.device != device for p in model.parameters()):
         model = copy.deepcopy(model).to(device)  # the caller's model stays where it is
     was_training = model.training
