@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from hapref.files import atomic_write_bytes
 from hapref.train import fit
 from hapref.train.autossvh import LOSSES, build, view_overlap
 
@@ -56,11 +57,7 @@ def main(argv: list[str] | None = None) -> int:
                                              "autossvh_sweeps.json"))
     args = parser.parse_args(argv)
     results = run_sweep(args.profile, tuple(args.seeds))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    tmp.replace(out)
+    out = atomic_write_bytes(args.out, (json.dumps(results, indent=1, sort_keys=True) + "\n").encode())
     print(f"wrote {out}")
     return 0
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from hapref.files import atomic_write_bytes
 from hapref.models.hapvr import VIDEO_LOSSES
 from hapref.train import fit
 from hapref.train.hapvr import HAPVRTask, Variant, config_for, evaluate_scores, prepare_data, untrained_scores
@@ -97,11 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # as chapter 4's quick runs, which must reproduce the stored rows
     results = run_sweep(args.profile, tuple(args.seeds), args.steps)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    tmp.replace(out)
+    out = atomic_write_bytes(args.out, (json.dumps(results, indent=1, sort_keys=True) + "\n").encode())
     print(f"wrote {out}")
     return 0
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from hapref.files import atomic_write_bytes
 from hapref.train import fit
 from hapref.train.tca import TCATask, Variant, baseline_metrics, config_for
 
@@ -80,11 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "book" / "data" / "tca_sweeps.json"))
     args = parser.parse_args(argv)
     results = run_sweep(args.profile, tuple(args.seeds))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    tmp.replace(out)
+    out = atomic_write_bytes(args.out, (json.dumps(results, indent=1, sort_keys=True) + "\n").encode())
     print(f"wrote {out}")
     return 0
 
