@@ -21,16 +21,14 @@ growth of the resident-set high-water mark (an estimate including allocator slac
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from hapref.evaluation.scoring import similarities
 from hapref.similarity import VideoSimilarityNetwork, pad_videos
+from measure import peak_memory_mib, seconds
 
 REGIONS, DIM = 9, 512
 
@@ -86,43 +84,6 @@ def gemm_flops(device: torch.device, size: int = 2048, repeats: int = 10) -> flo
     """The machine's float32 GEMM rate: the best of ``repeats`` 2048³ products (other jobs only slow it down)."""
     a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
     return 2 * size ** 3 / seconds(lambda: a @ b, device, repeats, reduce=min)
-
-
-def seconds(fn: Callable[[], object], device: torch.device, repeats: int,
-            reduce: Callable[[list[float]], float] = statistics.median) -> float:
-    fn()  # warm-up (allocator, oneDNN / cuDNN kernel selection)
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return reduce(times)
-
-
-def peak_memory_mib(fn: Callable[[], object], device: torch.device) -> float:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        fn()
-        torch.cuda.synchronize()
-        return (torch.cuda.max_memory_allocated() - base) / 2 ** 20
-    status = Path("/proc/self/status")
-
-    def high_water() -> int:
-        return next(int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("VmHWM:"))
-
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return float("nan")
-    base = high_water()
-    fn()
-    return (high_water() - base) / 1024
 
 
 def make_videos(count: int, low: int, high: int, prefix: str, generator: torch.Generator) -> list[dict]:

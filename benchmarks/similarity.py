@@ -14,15 +14,13 @@ an estimate including allocator slack; timings are inflated when other processes
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from hapref.similarity import VideoSimilarityNetwork, video_similarity_matrix
+from measure import peak_memory_mib, seconds
 
 REGIONS, DIM = 9, 512
 
@@ -31,46 +29,6 @@ def reference_chamfer(queries: torch.Tensor, database: torch.Tensor) -> torch.Te
     """Chamfer over regions then frames with a single einsum over all pairs (memory grows with #pairs)."""
     regions = torch.einsum("qtrd,bsud->qbtsru", queries, database)
     return regions.amax(-1).mean(-1).amax(-1).mean(-1)
-
-
-def _rss_high_water_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return 0
-
-
-def peak_memory_mib(fn: Callable[[], torch.Tensor], device: torch.device) -> float:
-    """Peak extra memory of one call: the CUDA allocator peak, or the RSS high-water growth on CPU."""
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        fn()
-        torch.cuda.synchronize()
-        return (torch.cuda.max_memory_allocated() - base) / 2**20
-    clear = Path("/proc/self/clear_refs")
-    try:
-        clear.write_text("5")
-    except OSError:
-        return float("nan")
-    base = _rss_high_water_kib()
-    fn()
-    return (_rss_high_water_kib() - base) / 1024
-
-
-def seconds(fn: Callable[[], torch.Tensor], device: torch.device, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def gemm_flops(device: torch.device, size: int = 2048, repeats: int = 5) -> float:
