@@ -325,10 +325,16 @@ def _fivr(lists: _Lists, fivr: loaders.FIVRFile, version: str, easy: set[str]) -
     return {key: results[key] for key in RESULT_KEYS["fivr-5k"]}
 
 
-def _pooled_ap(s: np.ndarray, rel: np.ndarray, gt_len: int, key: str) -> float:
+def _pooled_ap(pooled: list[tuple[np.ndarray, np.ndarray]], gt_len: int | None, key: str) -> float:
+    """μAP of every query's (scores, relevance) pooled into one list, ranked by descending score (stable order
+    before the tie policy of :func:`_sorted_ap`); ``gt_len`` None = the relevant pairs in the list."""
+    s = np.concatenate([p[0] for p in pooled])
+    order = np.argsort(-s, kind="stable")
+    rel = np.concatenate([p[1] for p in pooled])[order]
+    gt_len = int(rel.sum()) if gt_len is None else gt_len
     if gt_len == 0:
         raise ValueError(f"{key}: no relevant video among the available ones, μAP is undefined")
-    return _sorted_ap(s, rel, gt_len)
+    return _sorted_ap(s[order], rel, gt_len)
 
 
 def _evve(lists: _Lists, queries: list[str], events: dict[str, tuple[set, set, set]]) -> dict[str, float]:
@@ -360,10 +366,7 @@ def _evve(lists: _Lists, queries: list[str], events: dict[str, tuple[set, set, s
         gt_total += n_pos
     if not aps:
         raise ValueError("similarities contain no EVVE query")
-    s = np.concatenate([p[0] for p in pooled])
-    order = np.argsort(-s, kind="stable")
-    rel = np.concatenate([p[1] for p in pooled])[order]
-    return {"EVVE_mAP": float(np.mean(aps)), "EVVE_uAP": _pooled_ap(s[order], rel, gt_total, "EVVE_uAP")}
+    return {"EVVE_mAP": float(np.mean(aps)), "EVVE_uAP": _pooled_ap(pooled, gt_total, "EVVE_uAP")}
 
 
 def _cc_web(lists: _Lists, cc: loaders.CCWebFile) -> dict[str, float]:
@@ -403,7 +406,7 @@ def _svd(lists: _Lists, pairs: dict[str, dict[str, int]], unlabeled: list[str]) 
     from sklearn.metrics import average_precision_score
     by_query = dict(zip(lists.queries, zip(lists.targets, lists.scores)))
     extra = [v for v in dict.fromkeys(unlabeled) if v in lists.codes and lists.available[lists.codes[v]]]
-    aps, pooled_s, pooled_y = [], [], []
+    aps, pooled = [], []
     for q, labelled in pairs.items():
         if q not in by_query:
             continue
@@ -421,14 +424,10 @@ def _svd(lists: _Lists, pairs: dict[str, dict[str, int]], unlabeled: list[str]) 
         with warnings.catch_warnings():  # a query without positives has AP 0 (scikit-learn warns)
             warnings.simplefilter("ignore", UserWarning)
             aps.append(float(average_precision_score(y, s)))
-        pooled_s.append(s)
-        pooled_y.append(y == 1)
+        pooled.append((s, y == 1))
     if not aps:
         raise ValueError("similarities contain no SVD query with an available labelled video")
-    s = np.concatenate(pooled_s)
-    order = np.argsort(-s, kind="stable")
-    rel = np.concatenate(pooled_y)[order]
-    return {"mAP": float(np.mean(aps)), "uAP": _pooled_ap(s[order], rel, int(rel.sum()), "SVD uAP")}
+    return {"mAP": float(np.mean(aps)), "uAP": _pooled_ap(pooled, None, "SVD uAP")}
 
 
 def _vcdb(lists: _Lists, queries: list[str], positives: dict[str, set[str]]) -> dict[str, float]:
@@ -449,10 +448,7 @@ def _vcdb(lists: _Lists, queries: list[str], positives: dict[str, set[str]]) -> 
         pooled.append((s, rel))
     if not aps:
         raise ValueError("no VCDB query in similarities has an available copy: mAP is undefined")
-    s = np.concatenate([p[0] for p in pooled])
-    order = np.argsort(-s, kind="stable")
-    rel = np.concatenate([p[1] for p in pooled])[order]
-    return {"VCDB_mAP": float(np.mean(aps)), "VCDB_uAP": _pooled_ap(s[order], rel, gt_total, "VCDB_uAP")}
+    return {"VCDB_mAP": float(np.mean(aps)), "VCDB_uAP": _pooled_ap(pooled, gt_total, "VCDB_uAP")}
 
 
 # ---------------------------------------------------------------------------------------------------- public
