@@ -19,9 +19,10 @@ from pathlib import Path
 import torch
 
 from hapref.files import atomic_write_bytes
+from hapref.metrics import map_and_micro_ap
 from hapref.models.hapvr import VIDEO_LOSSES
 from hapref.train import fit
-from hapref.train.hapvr import HAPVRTask, Variant, config_for, evaluate_scores, prepare_data, untrained_scores
+from hapref.train.hapvr import HAPVRTask, Variant, config_for, prepare_data, untrained_scores
 
 #: Video loss combined with L_base only (HAP-VR Table 2), TopK-Chamfer on, no frame-level term.
 TABLE2: dict[str, Variant] = {name: Variant(video_loss=name, frame_ap=False) for name in VIDEO_LOSSES}
@@ -78,7 +79,7 @@ def run_sweep(profile: str = "quick", seeds: tuple[int, ...] = (0, 1, 2), steps:
                 print(f"[{i + 1}/{len(variants)}] {key} seed={seed}: mAP={runs[-1]['mAP']:.4f} "
                       f"uAP={runs[-1]['uAP']:.4f}", file=sys.stderr, flush=True)
         configs[key] = {"variant": asdict(variant), "runs": runs}
-    untrained = {name: {k: round(v, 6) for k, v in evaluate_scores(untrained_scores(profile, m, k), data.relevance).items()}
+    untrained = {name: {k: round(v, 6) for k, v in map_and_micro_ap(untrained_scores(profile, m, k), data.relevance).items()}
                  for name, (m, k) in UNTRAINED.items()}
     config = config_for(profile)
     return {

@@ -5,7 +5,7 @@ quadlet and triplet precision (Radial loss), and the score-threshold precision-r
 Scores are similarities: higher = ranked earlier.
 """
 
-from hapref.metrics.ap import average_precision, mean_average_precision, micro_average_precision
+from hapref.metrics.ap import average_precision, map_and_micro_ap, mean_average_precision, micro_average_precision
 from hapref.metrics.curves import precision_recall_curve
 from hapref.metrics.hamming import hamming_map_at_n, hamming_map_at_ns, map_at_n_tie_aware
 from hapref.metrics.hashing import gmap, map_at_n
@@ -17,6 +17,7 @@ __all__ = [
     "gmap",
     "hamming_map_at_n",
     "hamming_map_at_ns",
+    "map_and_micro_ap",
     "map_at_n",
     "map_at_n_tie_aware",
     "mean_average_precision",

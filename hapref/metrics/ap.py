@@ -143,3 +143,23 @@ def micro_average_precision(scores: Tensor, relevance: Tensor, ignore: Tensor | 
         raise ValueError("relevance has no relevant (not ignored) pair: μAP is undefined")
     ap, _ = ap_per_row(pooled_scores[None], pooled_relevance[None], torch.ones_like(pooled_relevance)[None])
     return ap[0]
+
+
+def map_and_micro_ap(scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> dict[str, float]:
+    """``{"mAP", "uAP"}``: retrieval (:func:`mean_average_precision`) and detection (:func:`micro_average_precision`)
+    of query × database ``scores`` (HAP-VR Sec. 4.1, "Evaluation Metrics"), as the training pipelines report them.
+
+    Args:
+        scores: [Q, M] float (or a NumPy array).
+        relevance: [Q, M] bool.
+        ignore: optional [Q, M] bool, True = leave the entry out of both rankings.
+
+    Returns:
+        Python floats under the keys ``"mAP"`` and ``"uAP"``.
+
+    Examples:
+        >>> map_and_micro_ap(torch.tensor([[0.9, 0.1], [0.2, 0.8]]), torch.tensor([[True, False], [False, True]]))
+        {'mAP': 1.0, 'uAP': 1.0}
+    """
+    return {"mAP": float(mean_average_precision(scores, relevance, ignore)),
+            "uAP": float(micro_average_precision(scores, relevance, ignore))}

@@ -36,13 +36,13 @@ from hapref.features import PCAWhitening, load_backbone, pool_layers
 from hapref.features import backbones as backbones_module, pooling as pooling_module
 from hapref.files import atomic_torch_save
 from hapref.losses import HAPVRObjective, teacher_frame_similarity
-from hapref.metrics import mean_average_precision, micro_average_precision
+from hapref.metrics import map_and_micro_ap
 from hapref.models.hapvr import VIDEO_LOSSES, build_hapvr_network, frame_ranking_loss, video_ranking_loss
 from hapref.similarity.network import VideoSimilarityNetwork, pad_videos
 from hapref.train.distributed_step import (check_ap_scope, global_scope, hapvr_global_terms, pool_pick, rank_batch,
                                            rank_stream)
 from hapref.train.loop import TrainConfig
-from hapref.train.settings import override_all
+from hapref.train.settings import named_profile, override_all
 from hapref.utils import get_device
 
 LOSSES: tuple[str, ...] = VIDEO_LOSSES
@@ -164,12 +164,7 @@ def resolve_profile(profile: str | HAPVRProfile) -> tuple[str, HAPVRProfile]:
         >>> resolve_profile("smoke")[0], resolve_profile(replace(PROFILES["smoke"], steps=3))[0]
         ('smoke', 'smoke-custom')
     """
-    if isinstance(profile, HAPVRProfile):
-        match = [name for name, p in PROFILES.items() if p == profile]
-        return (match[0] if match else f"{profile.benchmark}-custom"), profile
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {sorted(PROFILES)} or a HAPVRProfile, got {profile!r}")
-    return profile, PROFILES[profile]
+    return named_profile(profile, PROFILES, HAPVRProfile)
 
 
 class FrameEncoder:
@@ -340,18 +335,6 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
     return data
 
 
-def evaluate_scores(scores: Tensor, relevance: Tensor) -> dict[str, float]:
-    """DSVR mAP (retrieval) and μAP (detection) of query × database ``scores [Q, M]`` and bool ``relevance [Q, M]``
-    (HAP-VR §4.1).
-
-    Examples:
-        >>> evaluate_scores(torch.tensor([[0.9, 0.1], [0.2, 0.8]]), torch.tensor([[True, False], [False, True]]))
-        {'mAP': 1.0, 'uAP': 1.0}
-    """
-    return {"mAP": float(mean_average_precision(scores, relevance)),
-            "uAP": float(micro_average_precision(scores, relevance))}
-
-
 class HAPVRTask:
     """A :class:`hapref.train.Task` for HAP-VR: batches of view pairs, the Eq. 15 loss, DSVR evaluation.
 
@@ -433,7 +416,7 @@ class HAPVRTask:
                            d.database_valid.to(device))
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        return evaluate_scores(self.scores(model).float().cpu(), self.data.relevance)
+        return map_and_micro_ap(self.scores(model).float().cpu(), self.data.relevance)
 
 
 def untrained_scores(profile: str, measure: str = "chamfer", k: float = 0.0) -> Tensor:

@@ -12,7 +12,7 @@ import dataclasses
 import json
 from typing import Any
 
-__all__ = ["apply_overrides", "describe", "override_all", "parse_assignments"]
+__all__ = ["apply_overrides", "describe", "named_profile", "override_all", "parse_assignments"]
 
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
@@ -151,3 +151,26 @@ def override_all(targets: list[Any], overrides: dict[str, str]) -> list[Any]:
         known = sorted({line.split("=", 1)[0] for t in targets for line in describe(t)})
         raise ValueError(f"unknown setting {sorted(unknown)[0]!r}; known: {', '.join(known)}")
     return out
+
+
+def named_profile(profile: Any, profiles: dict[str, Any], profile_type: type) -> tuple[str, Any]:
+    """``(cache name, settings)`` of a profile name of ``profiles`` or of a ``profile_type`` instance.
+
+    An instance equal to a named profile takes that name; any other (e.g. overridden with ``--set``) is called
+    ``<benchmark>-custom``, so its cached data never mixes with a named profile's.
+
+    Examples:
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Profile:
+        ...     benchmark: str
+        ...     steps: int
+        >>> profiles = {"smoke": Profile("smoke", 2)}
+        >>> named_profile("smoke", profiles, Profile)[0], named_profile(Profile("smoke", 3), profiles, Profile)[0]
+        ('smoke', 'smoke-custom')
+    """
+    if isinstance(profile, profile_type):
+        match = [name for name, p in profiles.items() if p == profile]
+        return (match[0] if match else f"{profile.benchmark}-custom"), profile
+    if profile not in profiles:
+        raise ValueError(f"profile must be one of {sorted(profiles)} or a {profile_type.__name__}, got {profile!r}")
+    return profile, profiles[profile]

@@ -42,10 +42,10 @@ from hapref.similarity.network import pad_videos
 from hapref.data import views as views_module
 from hapref.data.feature_views import held_out_copies, read_feature_videos, temporal_view
 from hapref.data.views import FrameClips, make_padded_views, make_views
-from hapref.metrics import mean_average_precision, micro_average_precision
+from hapref.metrics import map_and_micro_ap
 from hapref.train.distributed_step import enqueue_all_ranks, global_contrastive_similarities, rank_batch, rank_stream
 from hapref.train.loop import TrainConfig
-from hapref.train.settings import override_all
+from hapref.train.settings import named_profile, override_all
 from hapref.utils import get_device
 from hapref.validation import renamed_keywords
 
@@ -298,23 +298,7 @@ def resolve_profile(profile: str | TCAProfile) -> tuple[str, TCAProfile]:
         >>> resolve_profile("smoke")[0], resolve_profile(replace(PROFILES["smoke"], steps=3))[0]
         ('smoke', 'smoke-custom')
     """
-    if isinstance(profile, TCAProfile):
-        match = [name for name, p in PROFILES.items() if p == profile]
-        return (match[0] if match else f"{profile.benchmark}-custom"), profile
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {sorted(PROFILES)} or a TCAProfile, got {profile!r}")
-    return profile, PROFILES[profile]
-
-
-def evaluate_scores(scores: Tensor, relevance: Tensor) -> dict[str, float]:
-    """DSVR mAP (retrieval) and μAP (detection) of query × database ``scores [Q, M]`` and bool ``relevance [Q, M]``.
-
-    Examples:
-        >>> evaluate_scores(torch.tensor([[0.9, 0.1]]), torch.tensor([[True, False]]))
-        {'mAP': 1.0, 'uAP': 1.0}
-    """
-    return {"mAP": float(mean_average_precision(scores, relevance)),
-            "uAP": float(micro_average_precision(scores, relevance))}
+    return named_profile(profile, PROFILES, TCAProfile)
 
 
 def frame_scores(x: Tensor, y: Tensor, x_valid: Tensor, y_valid: Tensor, measure: str) -> Tensor:
@@ -348,7 +332,7 @@ def baseline_metrics(profile: str, pooling: str = "l3irmac") -> dict[str, dict[s
         (['chamfer', 'cosine', 'symmetric_chamfer'], ['mAP', 'uAP'])
     """
     d = prepare_data(profile, pooling)
-    return {m: evaluate_scores(frame_scores(d.queries, d.database, d.query_valid, d.database_valid, m), d.relevance)
+    return {m: map_and_micro_ap(frame_scores(d.queries, d.database, d.query_valid, d.database_valid, m), d.relevance)
             for m in MEASURES}
 
 
@@ -500,7 +484,7 @@ class TCATask:
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         out: dict[str, float] = {}
         for name, scores in self.scores(model).items():
-            metrics = evaluate_scores(scores, self.data.relevance)
+            metrics = map_and_micro_ap(scores, self.data.relevance)
             suffix = "" if name == "c" else f"_{name}"
             out.update({f"mAP{suffix}": metrics["mAP"], f"uAP{suffix}": metrics["uAP"]})
         return out
