@@ -79,7 +79,7 @@ def test_groups_respect_max_cells_and_the_database_is_streamed(trained_like: Vid
         return original(self, q, t)
 
     monkeypatch.setattr(scoring._Scorer, "block_scores", spy)
-    queries = videos([8, 12, 16], prefix="q")
+    queries = videos([8, 12, 120, 16], prefix="q")    # a query wider than a group: targets split for it
     read = []
 
     def stream():  # a generator: the scorer may read it once, in order, and never index it
@@ -89,6 +89,7 @@ def test_groups_respect_max_cells_and_the_database_is_streamed(trained_like: Vid
 
     got = similarities(trained_like, queries, stream(), progress=False, max_cells=2_000)
     assert read == [f"v{i}" for i in range(8)] and len(got["q0"]) == 8
+    check(got, pair_loop(trained_like, queries, videos([8, 20, 4, 12, 8, 16, 4, 100])))
     assert len(sizes) > 2
     for rows, cols, n_q, n_t in sizes:
         assert rows * cols <= 2_000 or (n_q == 1 and n_t == 1)   # only a lone pair may exceed the budget
@@ -110,6 +111,24 @@ def test_bad_inputs_raise(trained_like: VideoSimilarityNetwork) -> None:
         similarities(trained_like, videos([5], dims=6), good, progress=False)
     with pytest.raises(ValueError, match=r"\[R, D\] = \[4, 8\]"):
         similarities(trained_like, good, videos([5], regions=9), progress=False)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_frames_raise_naming_the_video(trained_like: VideoSimilarityNetwork, bad: float) -> None:
+    queries, database = videos([6, 9], prefix="q"), videos([5, 7, 300, 4])
+    database[2]["frames"][250, 1, 3] = bad
+    with pytest.raises(ValueError, match="frames of 'v2' must be finite"):
+        similarities(trained_like, queries, database, progress=False, max_cells=500)
+    queries[1]["frames"][0, 0, 0] = bad
+    with pytest.raises(ValueError, match="frames of 'q1' must be finite"):
+        similarities(trained_like, queries, database[:2], progress=False)
+
+
+def test_finite_frames_whose_sum_overflows_are_scored(trained_like: VideoSimilarityNetwork) -> None:
+    queries, database = videos([6], prefix="q"), videos([5, 7])
+    database[1]["frames"][:, :, 0] = 3e38          # every value finite; the check's sums overflow
+    got = similarities(trained_like, queries, database, progress=False)
+    assert set(got["q0"]) == {"v0", "v1"}
 
 
 def test_run_folder_network_scores_like_the_trained_model(tmp_path: Path, trained_like) -> None:

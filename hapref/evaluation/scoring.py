@@ -7,10 +7,11 @@ small convolutions. Here the videos of a group are laid end to end along one fra
 slot of ``4·(⌊T/4⌋ + 1)`` frames (its frames, then zero frames up to the next multiple of 4 and at
 least one more). One matrix product gives the frame-to-frame matrices of every (query, target) pair
 of two groups as blocks of one large matrix, and ψ runs once on that matrix: the zero frames act
-as each block's zero padding, every layer's output is zeroed outside the blocks, and because every
-block starts at a multiple of 4, the two floor-mode poolings of ψ cut every block exactly as they
-cut the block alone. Memory is bounded by ``max_cells`` frame pairs per group pair, whatever the
-database size.
+as each block's zero padding, the pooled rows and columns outside the blocks are zeroed, and because
+every block starts at a multiple of 4, the two floor-mode poolings of ψ cut every block exactly as
+they cut the block alone. Memory is bounded by ``max_cells`` frame pairs per group pair, whatever the
+database size. The large products (region similarities, the attention's linear layer) go through
+:func:`hapref.similarity.products.dot_products`, oneDNN's kernel on the CPU.
 
 Under ``torchrun`` (an initialised process group of several ranks) the database is split across the
 ranks, each scores its share against every query, and rank 0 gathers the scores (see
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from math import isqrt
 
 import torch
 import torch.nn.functional as F
@@ -31,11 +33,14 @@ from tqdm.auto import tqdm
 from hapref import distributed as hd
 from hapref.similarity.comparator import squash
 from hapref.similarity.network import VideoSimilarityNetwork
+from hapref.similarity.products import dot_products
 
 #: Frames per target chunk of the released evaluation loop (longer targets: chunk scores averaged).
 CHUNK_FRAMES = 2048
-#: Region products per tile of the frame-to-frame step (8 MiB in float32: reduced while in cache).
-_TILE = 2 ** 21
+#: Region products per band of the frame-to-frame step (16 MiB in float32; larger products ran faster).
+_TILE = 2 ** 22
+#: Regions per step of the region attention (its [rows, D] activations stay in cache).
+_ATTENTION_ROWS = 1024
 
 
 def tile_to_min_len(frames: Tensor, min_len: int) -> Tensor:
@@ -71,7 +76,10 @@ def _frames_of(item: object, what: str) -> tuple[str, Tensor]:
 
 @dataclass
 class _Group:
-    """Videos laid end to end: their frames ``[N, R, D]`` and where each lies in the slotted layout.
+    """Videos laid end to end: their frames and where each lies in the slotted layout.
+
+    ``features`` are ``[N, R, D]`` (frame-major, ``frame_axis`` 0) or ``[R, N, D]`` (region-major,
+    ``frame_axis`` 1: indexed targets).
 
     In the slotted layout (``size`` frames) video i starts at ``starts[i]`` and is followed by zero frames
     up to its slot's end; ``positions`` maps each of the N frames to its place there.
@@ -83,21 +91,88 @@ class _Group:
     owners: list[int]     # index of the query / target each piece belongs to
     size: int
     positions: Tensor
+    frame_axis: int = 0
 
 
 def _slot(length: int, align: int) -> int:
     return align * (length // align + 1) if align > 1 else length
 
 
-def _pack(pieces: list[Tensor], owners: list[int], align: int, device: torch.device) -> _Group:
+def _pack(model: VideoSimilarityNetwork, pieces: list[Tensor], owners: list[int], names: Sequence[str],
+          align: int, device: torch.device, region_major: bool) -> _Group:
+    """Videos laid end to end, each in its slot, with the model's region attention applied.
+
+    ``region_major``: features ``[R, N, D]`` (else ``[N, R, D]``). The frames go through the attention
+    about ``_ATTENTION_ROWS`` regions at a time, gathered across videos, so that each step's
+    activations stay in cache and no frame is copied twice. Every frame must be finite: each step's
+    regions are summed (a NaN or ±inf anywhere makes the sum non-finite) and only when a sum is not
+    finite are the videos looked at one by one (``names[owner]`` names them).
+    """
     starts, lengths, offset = [], [], 0
     for piece in pieces:
         starts.append(offset)
         lengths.append(piece.shape[0])
         offset += _slot(piece.shape[0], align)
-    features = torch.cat([p.to(device=device, dtype=torch.float32) for p in pieces])
+    n, (r, d) = sum(lengths), pieces[0].shape[1:]
+    out = torch.empty((r, n, d) if region_major else (n, r, d), device=device)
+    attention, sums, frame = model.attention, [], 0
+    for frames in _runs(pieces, max(1, _ATTENTION_ROWS // r)):
+        frames = frames.to(device=device, dtype=torch.float32)
+        end = frame + frames.shape[0]
+        into = out[:, frame:end].transpose(0, 1) if region_major else out[frame:end]
+        regions = frames.reshape(-1, d)
+        sums.append(regions.sum())
+        if attention is None:
+            into.copy_(frames)
+        else:   # RegionAttention.forward, one cache-sized step at a time
+            hidden = dot_products(regions, attention.proj.weight, attention.proj.bias, tanh=True)
+            weights = torch.sigmoid_(attention.context(hidden))
+            torch.mul(frames, weights.view(-1, r, 1), out=into)
+        frame = end
+    if not bool(torch.stack(sums).isfinite().all()):
+        for owner, piece in zip(owners, pieces):   # a sum can also overflow: then nothing is raised
+            if not bool(torch.isfinite(piece).all()):
+                raise ValueError(f"frames of {names[owner]!r} must be finite (got NaN or ±inf)")
     positions = torch.cat([torch.arange(s, s + n) for s, n in zip(starts, lengths)]).to(device)
-    return _Group(features, starts, lengths, owners, offset, positions)
+    return _Group(out, starts, lengths, owners, offset, positions, 1 if region_major else 0)
+
+
+def _runs(pieces: list[Tensor], step: int) -> Iterable[Tensor]:
+    """The frames of ``pieces`` end to end, ``step`` at a time (views, or a small copy across pieces)."""
+    run: list[Tensor] = []
+    size = 0
+    for piece in pieces:
+        i = 0
+        while i < piece.shape[0]:
+            take = piece[i:i + step - size]
+            run.append(take)
+            size += take.shape[0]
+            i += take.shape[0]
+            if size == step:
+                yield run[0] if len(run) == 1 else torch.cat(run)
+                run, size = [], 0
+    if run:
+        yield run[0] if len(run) == 1 else torch.cat(run)
+
+
+def _split(group: _Group, max_size: int) -> list[tuple[int, _Group]]:
+    """``(index of its first piece, sub-group)`` of runs of consecutive pieces, each at most ``max_size``
+    slotted frames (a larger piece alone); the sub-groups' features are views of ``group``'s."""
+    if group.size <= max_size:
+        return [(0, group)]
+    ends = group.starts[1:] + [group.size]
+    parts, first, frame = [], 0, 0
+    for i in range(len(group.starts)):
+        base = group.starts[first]
+        if i + 1 < len(group.starts) and ends[i + 1] - base <= max_size:
+            continue
+        count = sum(group.lengths[first:i + 1])
+        parts.append((first, _Group(group.features.narrow(group.frame_axis, frame, count),
+                                    [start - base for start in group.starts[first:i + 1]],
+                                    group.lengths[first:i + 1], group.owners[first:i + 1], ends[i] - base,
+                                    group.positions[frame:frame + count] - base, group.frame_axis)))
+        first, frame = i + 1, frame + count
+    return parts
 
 
 def _invalid(group: _Group, level: int, device: torch.device) -> Tensor:
@@ -121,23 +196,22 @@ class _Scorer:
     def frame_matrix(self, q: _Group, t: _Group) -> Tensor:
         """Spatial (TopK-)Chamfer of all frame pairs in the slotted layout ``[q.size, t.size]`` (HAP-VR Eq. 3).
 
-        Only real frames are multiplied, in tiles of at most ``_TILE`` region products, so each tile is
-        reduced over regions while it is still in cache; the zero frames between videos score 0.
+        Only real frames are multiplied, a band of query frames at a time (at most ``_TILE`` region
+        products), so each band is reduced over regions while it is still in cache. With both groups
+        region-major, the product of a band is ``[query region, query frame, target region, target
+        frame]``: both reductions run over outer axes, along contiguous rows of target frames. The zero
+        frames between videos score 0.
         """
-        rq, d = q.features.shape[1:]
-        rt = t.features.shape[1]
+        n_q, rq, d = q.features.shape
+        rt, n_t = t.features.shape[:2]
         k = max(round(rt * self.model.spatial_k), 1)
-        n_q, n_t = q.features.shape[0], t.features.shape[0]
-        rows = min(n_q, 128)
-        cols = max(1, _TILE // (rows * rq * rt))
+        targets = t.features.reshape(rt * n_t, d)
+        rows = max(1, min(n_q, _TILE // (rq * rt * n_t)))
         compact = torch.empty(n_q, n_t, device=q.features.device)
         for i in range(0, n_q, rows):
-            queries = q.features[i:i + rows].reshape(-1, d)
-            for j in range(0, n_t, cols):
-                targets = t.features[j:j + cols]
-                sims = (queries @ targets.reshape(-1, d).T).view(-1, rq, targets.shape[0], rt)
-                best = sims.amax(dim=-1) if k == 1 else sims.topk(k, dim=-1).values.mean(dim=-1)
-                compact[i:i + rows, j:j + cols] = best.mean(dim=1)
+            sims = dot_products(q.features[i:i + rows].reshape(-1, d), targets).view(-1, rq, rt, n_t)
+            best = sims.amax(dim=2) if k == 1 else sims.topk(k, dim=2).values.mean(dim=2)
+            torch.mean(best, dim=1, out=compact[i:i + rows])
         if n_q == q.size and n_t == t.size:
             return compact
         out = compact.new_zeros(q.size, t.size)
@@ -148,21 +222,23 @@ class _Scorer:
         """ψ (HAP-VR Eq. 4) of every block at once, then hardtanh ([−1, 1]) or its [0, 1] squash.
 
         Channels-last throughout; the first convolution (one input channel) is a matrix product over
-        3×3 patches. After every layer the rows and columns outside the blocks are zeroed.
+        3×3 patches. Each pooling keeps only windows inside a block (blocks start at multiples of 4), and
+        its ReLU runs after it (max-pooling and ReLU commute); the pooled rows and columns outside the
+        blocks are then zeroed, as the zero padding of the next 3×3 convolution. Outside the blocks the
+        last layers' values are never read.
         """
         dev, psi = f2f.device, self.psi
         h, w = f2f.shape
 
-        def zero(x: Tensor, level: int) -> Tensor:
+        def pool(x: Tensor, level: int) -> Tensor:
+            x = F.relu_(F.max_pool2d(x, 2))
             return x.index_fill_(2, _invalid(q, level, dev), 0.0).index_fill_(3, _invalid(t, level, dev), 0.0)
 
         patches = F.pad(f2f, (1, 1, 1, 1)).unfold(0, 3, 1).unfold(1, 3, 1).reshape(h * w, 9)
         x = torch.addmm(psi.conv1.bias, patches, psi.conv1.weight.reshape(-1, 9).T)
-        x = x.view(1, h, w, -1).permute(0, 3, 1, 2)                       # [1, 32, h, w], channels last
-        x = zero(F.max_pool2d(F.relu_(zero(x, 0)), 2), 1)
-        x = F.conv2d(x, psi.conv2.weight, psi.conv2.bias, padding=1)
-        x = zero(F.max_pool2d(F.relu_(zero(x, 1)), 2), 2)
-        x = F.relu_(zero(F.conv2d(x, psi.conv3.weight, psi.conv3.bias, padding=1), 2))
+        x = pool(x.view(1, h, w, -1).permute(0, 3, 1, 2), 1)           # [1, 32, h, w], channels last
+        x = pool(F.conv2d(x, psi.conv2.weight, psi.conv2.bias, padding=1), 2)
+        x = F.relu_(F.conv2d(x, psi.conv3.weight, psi.conv3.bias, padding=1))
         x = F.conv2d(x, psi.fconv.weight, psi.fconv.bias)[0, 0]
         return F.hardtanh(x) if self.model.signed_scores else squash(x)
 
@@ -184,23 +260,25 @@ class _Scorer:
         return weights @ best
 
 
-def _query_groups(queries: list[Tensor], align: int, rows_cap: int, device: torch.device) -> list[_Group]:
+def _query_groups(model: VideoSimilarityNetwork, queries: list[Tensor], names: Sequence[str], align: int,
+                  rows_cap: int, device: torch.device) -> list[_Group]:
+    """The queries, indexed, in groups of consecutive queries of at most ``rows_cap`` slotted frames."""
     groups, current, owners, size = [], [], [], 0
     for index, frames in enumerate(queries):
         slot = _slot(frames.shape[0], align)
         if current and size + slot > rows_cap:
-            groups.append(_pack(current, owners, align, device))
+            groups.append(_pack(model, current, owners, names, align, device, region_major=False))
             current, owners, size = [], [], 0
         current.append(frames)
         owners.append(index)
         size += slot
     if current:
-        groups.append(_pack(current, owners, align, device))
+        groups.append(_pack(model, current, owners, names, align, device, region_major=False))
     return groups
 
 
 #: Default ``max_cells`` of :func:`similarities` per device type (frame pairs scored in one block).
-DEFAULT_MAX_CELLS: dict[str, int] = {"cpu": 2 ** 16, "cuda": 2 ** 21}
+DEFAULT_MAX_CELLS: dict[str, int] = {"cpu": 2 ** 17, "cuda": 2 ** 21}
 
 
 @torch.no_grad()
@@ -221,11 +299,12 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     doubled until long enough; targets longer than ``chunk_frames`` are cut into chunks of that many
     frames and their chunk similarities averaged (a last chunk shorter than ψ's 4 frames, on which
     the released loop fails, is doubled like a short video); scores are in [−1, 1] for networks with
-    ``signed_scores`` and in [0, 1] otherwise.
+    ``signed_scores`` and in [0, 1] otherwise. A video with a NaN or ±inf raises ``ValueError`` naming it.
 
-    ``max_cells`` bounds the frame pairs scored at once (peak memory about 400 bytes each, float32;
-    default :data:`DEFAULT_MAX_CELLS` of the device: 2¹⁶ on the CPU, where blocks that stay in cache were
-    fastest in ``benchmarks/scoring.py``, 2²¹ on CUDA):
+    ``max_cells`` bounds the frame pairs scored at once (peak memory about 400 bytes each, float32, plus
+    a 16 MiB band of region products;
+    default :data:`DEFAULT_MAX_CELLS` of the device: 2¹⁷ on the CPU, fastest in
+    ``benchmarks/scoring.py``, 2²¹ on CUDA):
     every query and target group is sized so that rows × columns stay within it, except that a
     single query × single target chunk larger than that is scored on its own. ``device``: where to
     compute (default: the model's; a copy of the model is moved there). Videos are packed, never
@@ -302,9 +381,8 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
         query_frames.append(tile_to_min_len(frames, min_len))
     if not query_ids:
         raise ValueError("queries must hold at least one video")
-    rows_cap = max(1, max_cells // _slot(chunk_frames, align))
-    groups = [_index(model, g) for g in _query_groups(query_frames, align, rows_cap, device)]
-    cols_cap = max(1, max_cells // max(g.size for g in groups))
+    side = max(1, isqrt(max_cells))        # query groups and target groups about square
+    groups = _query_groups(model, query_frames, query_ids, align, side, device)
     result: dict[str, dict[str, float]] = {vid: {} for vid in query_ids}
 
     pending: list[tuple[str, list[Tensor]]] = []
@@ -313,17 +391,20 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
     def flush() -> None:
         pieces = [p for _, chunks in pending for p in chunks]
         owners = [i for i, (_, chunks) in enumerate(pending) for _ in chunks]
-        target = _index(model, _pack(pieces, owners, align, device))
-        counts = torch.bincount(torch.tensor(owners), minlength=len(pending)).to(device)
-        for group in groups:
-            block = scorer.block_scores(group, target)          # [queries of group, pieces]
-            per_target = torch.zeros(block.shape[0], len(pending), device=device, dtype=block.dtype)
-            per_target.index_add_(1, torch.tensor(owners, device=device), block)
-            per_target = (per_target / counts).cpu().tolist()
-            for row, q_index in enumerate(group.owners):
-                scores = result[query_ids[q_index]]
-                for column, (target_id, _) in enumerate(pending):
-                    scores[target_id] = per_target[row][column]
+        target = _pack(model, pieces, owners, [vid for vid, _ in pending], align, device, region_major=True)
+        piece_scores = torch.empty(len(query_ids), len(pieces), device=device)
+        for group in groups:     # within max_cells, except a lone query x a lone target chunk
+            for _, rows in _split(group, max(1, max_cells // target.size)):
+                for first, columns in _split(target, max(1, max_cells // rows.size)):
+                    block = scorer.block_scores(rows, columns)      # [queries of rows, pieces of columns]
+                    piece_scores[torch.tensor(rows.owners, device=device), first:first + block.shape[1]] = block
+        per_target = torch.zeros(len(query_ids), len(pending), device=device)
+        per_target.index_add_(1, torch.tensor(owners, device=device), piece_scores)
+        per_target /= torch.bincount(torch.tensor(owners), minlength=len(pending)).to(device)
+        for vid, row in zip(query_ids, per_target.cpu().tolist()):
+            scores = result[vid]
+            for (target_id, _), value in zip(pending, row):
+                scores[target_id] = value
 
     order: list[tuple[int, str]] = []      # (position in the database, id) of the videos scored here
     for position, item in tqdm(_database_share(database, distributed), disable=not progress, desc="database"):
@@ -333,7 +414,7 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
         frames = tile_to_min_len(frames, min_len)
         chunks = [tile_to_min_len(frames[i:i + chunk_frames], align) for i in range(0, frames.shape[0], chunk_frames)]
         slots = sum(_slot(c.shape[0], align) for c in chunks)
-        if pending and width + slots > cols_cap:
+        if pending and width + slots > side:
             flush()
             pending, width = [], 0
         pending.append((vid, chunks))
@@ -373,11 +454,3 @@ def _gather_on_main(result: dict[str, dict[str, float]], query_ids: list[str],
         for vid in query_ids:
             merged[vid][target] = parts[rank][0][vid][target]
     return merged
-
-
-def _index(model: VideoSimilarityNetwork, group: _Group) -> _Group:
-    """The group with the model's region attention applied."""
-    if model.attention is None:
-        return group
-    return _Group(model.index(group.features[None])[0], group.starts, group.lengths, group.owners, group.size,
-                  group.positions)

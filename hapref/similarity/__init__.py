@@ -1,4 +1,4 @@
-"""Video and embedding similarity: pairwise cosine, Chamfer and TopK-Chamfer, the ViSiL-style CNN."""
+"""Video and embedding similarity: pairwise cosine, Chamfer and TopK-Chamfer, the ViSiL-style CNN, fast inner products."""
 
 from hapref.similarity.chamfer import (
     chamfer_similarity,
@@ -19,10 +19,11 @@ from hapref.similarity.network import (
     video_similarity_matrix,
 )
 from hapref.similarity.pairwise import pairwise_cosine
+from hapref.similarity.products import dot_products
 
 __all__ = [
     "MEASURES", "RegionAttention", "VideoComparator", "VideoSimilarityNetwork", "chamfer_similarity",
-    "frame_to_frame", "mean_pooled_similarity", "mean_similarity", "pad_videos", "pair_valid", "pairwise_cosine",
+    "dot_products", "frame_to_frame", "mean_pooled_similarity", "mean_similarity", "pad_videos", "pair_valid", "pairwise_cosine",
     "reduce_topk_chamfer", "similarity_regularization", "squash", "symmetric_chamfer", "topk_chamfer",
     "video_similarity_matrix",
 ]
