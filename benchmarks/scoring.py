@@ -1,7 +1,7 @@
 """Pairs/s of hapref's streaming scorer vs the released pair-at-a-time evaluation loop, same process.
 
 Usage: ``python benchmarks/scoring.py [--queries 4] [--videos 60] [--frames 20 120] [--repeats 3]
-[--max-cells 16384 65536 ...] [--device cpu|cuda] [--threads N]``.
+[--max-cells 32768 131072 ...] [--device cpu|cuda] [--threads N]``.
 
 Data: random L2-normalised region features ``[T, R=9, D=512]`` with T uniform in ``--frames``; network: a
 randomly initialised released-format network (attention, ψ, hardtanh in [−1, 1], Chamfer), i.e. what
@@ -10,12 +10,15 @@ randomly initialised released-format network (attention, ψ, hardtanh in [−1, 
 - the released loop: for every database video, index it, then one ``calculate_video_similarity`` call per
   query (region einsum, Chamfer over regions, ψ with explicit zero padding and floor-mode pooling,
   hardtanh, Chamfer over frames), 2048-frame target chunks;
+- the same loop with its region products through :func:`hapref.similarity.dot_products` (how much of the
+  difference is the matrix-product kernel alone);
 - hapref's padded batch scorer ``VideoSimilarityNetwork.score`` (every video padded to the longest);
 - :func:`hapref.evaluation.similarities` at each ``--max-cells``.
 
 Useful work per pair = the region products (2·Tq·Tt·R²·D flops) plus ψ's convolutions; "of GEMM" is that
-work per second over the machine's measured float32 GEMM rate (a 2048³ matmul). Peak memory on CPU is the
-growth of the resident-set high-water mark (an estimate including allocator slack).
+work per second over the machine's best measured float32 GEMM rate: a 2048³ product through ``torch.mm``
+(MKL's sgemm on the CPU) and through ``dot_products`` (oneDNN on the CPU), both printed. Peak memory on
+CPU is the growth of the resident-set high-water mark (an estimate including allocator slack).
 """
 
 from __future__ import annotations
@@ -27,15 +30,24 @@ import torch
 import torch.nn.functional as F
 
 from hapref.evaluation.scoring import similarities
-from hapref.similarity import VideoSimilarityNetwork, pad_videos
+from hapref.similarity import VideoSimilarityNetwork, dot_products, pad_videos
 from measure import peak_memory_mib, seconds
 
 REGIONS, DIM = 9, 512
 
 
-def released_pair(net: VideoSimilarityNetwork, query: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """One released ``calculate_video_similarity`` call (S2VS settings) on indexed ``[T, R, D]`` videos."""
-    sim = torch.einsum("aiok,bjpk->aiopjb", query[None], target[None])
+def released_pair(net: VideoSimilarityNetwork, query: torch.Tensor, target: torch.Tensor,
+                  one_dnn: bool = False) -> torch.Tensor:
+    """One released ``calculate_video_similarity`` call (S2VS settings) on indexed ``[T, R, D]`` videos.
+
+    ``one_dnn``: the region products through :func:`hapref.similarity.dot_products` instead of the einsum.
+    """
+    if one_dnn:
+        (tq, r, d), tt = query.shape, target.shape[0]
+        sim = dot_products(query.reshape(-1, d), target.reshape(-1, d)).view(tq, r, tt, r)
+        sim = sim.permute(0, 1, 3, 2)[None, ..., None]                 # as the einsum's [1, i, o, p, j, 1]
+    else:
+        sim = torch.einsum("aiok,bjpk->aiopjb", query[None], target[None])
     sim = sim.amax(dim=3).mean(dim=2).permute(0, 3, 1, 2)
     psi = net.comparator
     x = sim
@@ -48,14 +60,14 @@ def released_pair(net: VideoSimilarityNetwork, query: torch.Tensor, target: torc
 
 @torch.no_grad()
 def released_loop(net: VideoSimilarityNetwork, queries: list[dict], database: list[dict],
-                  device: torch.device) -> dict[str, dict[str, float]]:
+                  device: torch.device, one_dnn: bool = False) -> dict[str, dict[str, float]]:
     """The released evaluation loop: queries indexed once; per target, one call per query and 2048-frame chunk."""
     indexed = [(q["id"], net.index(q["frames"].to(device)[None])[0]) for q in queries]
     out: dict[str, dict[str, float]] = {qid: {} for qid, _ in indexed}
     for item in database:
         target = net.index(item["frames"].to(device)[None])[0]
         for qid, query in indexed:
-            sims = [released_pair(net, query, target[i:i + 2048]) for i in range(0, target.shape[0], 2048)]
+            sims = [released_pair(net, query, target[i:i + 2048], one_dnn) for i in range(0, target.shape[0], 2048)]
             out[qid][item["id"]] = float(torch.cat(sims).mean())
     return out
 
@@ -80,10 +92,13 @@ def useful_flops(queries: list[dict], database: list[dict]) -> float:
     return total
 
 
-def gemm_flops(device: torch.device, size: int = 2048, repeats: int = 10) -> float:
-    """The machine's float32 GEMM rate: the best of ``repeats`` 2048³ products (other jobs only slow it down)."""
+def gemm_flops(device: torch.device, size: int = 2048, repeats: int = 10) -> tuple[float, float]:
+    """Float32 GEMM rates of ``torch.mm`` and of ``dot_products``: the best of ``repeats`` 2048³ products
+    each (other jobs only slow it down)."""
     a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
-    return 2 * size ** 3 / seconds(lambda: a @ b, device, repeats, reduce=min)
+    flops = 2 * size ** 3
+    return (flops / seconds(lambda: a @ b.T, device, repeats, reduce=min),
+            flops / seconds(lambda: dot_products(a, b), device, repeats, reduce=min))
 
 
 def make_videos(count: int, low: int, high: int, prefix: str, generator: torch.Generator) -> list[dict]:
@@ -98,7 +113,7 @@ def main() -> None:
     parser.add_argument("--videos", type=int, default=60)
     parser.add_argument("--frames", type=int, nargs=2, default=(20, 120), metavar=("MIN", "MAX"))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--max-cells", type=int, nargs="+", default=[2 ** 14, 2 ** 16, 2 ** 18, 2 ** 21])
+    parser.add_argument("--max-cells", type=int, nargs="+", default=[2 ** 15, 2 ** 17, 2 ** 19, 2 ** 21])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--no-padded", action="store_true", help="skip the padded batch scorer")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
@@ -113,10 +128,12 @@ def main() -> None:
     net = VideoSimilarityNetwork(dims=DIM, attention=True, spatial_k=0.0, temporal_k=0.0,
                                  signed_scores=True).to(device).eval()
     pairs = len(queries) * len(database)
-    gemm = gemm_flops(device)
+    mm_rate, dnn_rate = gemm_flops(device)
+    gemm = max(mm_rate, dnn_rate)
     work = useful_flops(queries, database)
     print(f"device {device}, {torch.get_num_threads()} threads; {len(queries)} queries x {len(database)} videos of "
-          f"{args.frames[0]}-{args.frames[1]} frames ({pairs} pairs); GEMM {gemm / 1e9:.0f} GFLOP/s")
+          f"{args.frames[0]}-{args.frames[1]} frames ({pairs} pairs); float32 GEMM {mm_rate / 1e9:.0f} GFLOP/s "
+          f"(torch.mm), {dnn_rate / 1e9:.0f} GFLOP/s (dot_products)")
 
     reference = released_loop(net, queries, database, device)
     rows = []
@@ -128,6 +145,10 @@ def main() -> None:
         return elapsed
 
     base = measure("released loop (pair at a time)", lambda: released_loop(net, queries, database, device))
+    kernel = released_loop(net, queries, database, device, one_dnn=True)
+    exact = max(abs(kernel[q][t] - reference[q][t]) for q in reference for t in reference[q])
+    measure(f"released loop, region products via dot_products (max |diff| {exact:.1e})",
+            lambda: released_loop(net, queries, database, device, one_dnn=True))
     if not args.no_padded:
         padded = padded_scores(net, queries, database, device).cpu()
         exact = max(abs(padded[i, j].item() - reference[q["id"]][t["id"]])
