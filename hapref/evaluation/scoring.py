@@ -131,7 +131,7 @@ def _pack(model: VideoSimilarityNetwork, pieces: list[Tensor], owners: list[int]
         frame = end
     if not bool(torch.stack(sums).isfinite().all()):
         for owner, piece in zip(owners, pieces):   # a sum can also overflow: then nothing is raised
-            if not bool(torch.isfinite(piece).all()):
+            if not bool(torch.isfinite(piece.to(torch.float32)).all()):
                 raise ValueError(f"frames of {names[owner]!r} must be finite (got NaN or ±inf)")
     positions = torch.cat([torch.arange(s, s + n) for s, n in zip(starts, lengths)]).to(device)
     return _Group(out, starts, lengths, owners, offset, positions, 1 if region_major else 0)
@@ -197,10 +197,10 @@ class _Scorer:
         """Spatial (TopK-)Chamfer of all frame pairs in the slotted layout ``[q.size, t.size]`` (HAP-VR Eq. 3).
 
         Only real frames are multiplied, a band of query frames at a time (at most ``_TILE`` region
-        products), so each band is reduced over regions while it is still in cache. With both groups
-        region-major, the product of a band is ``[query region, query frame, target region, target
-        frame]``: both reductions run over outer axes, along contiguous rows of target frames. The zero
-        frames between videos score 0.
+        products), so each band is reduced over regions while it is still in cache. Queries are
+        frame-major and targets region-major, so a band's product is ``[query frame, query region,
+        target region, target frame]``: both reductions run along contiguous rows of target frames. The
+        zero frames between videos score 0.
         """
         n_q, rq, d = q.features.shape
         rt, n_t = t.features.shape[:2]
@@ -222,10 +222,10 @@ class _Scorer:
         """ψ (HAP-VR Eq. 4) of every block at once, then hardtanh ([−1, 1]) or its [0, 1] squash.
 
         Channels-last throughout; the first convolution (one input channel) is a matrix product over
-        3×3 patches. Each pooling keeps only windows inside a block (blocks start at multiples of 4), and
-        its ReLU runs after it (max-pooling and ReLU commute); the pooled rows and columns outside the
-        blocks are then zeroed, as the zero padding of the next 3×3 convolution. Outside the blocks the
-        last layers' values are never read.
+        3×3 patches. Every pooling window behind a block's pooled values lies inside the block (blocks
+        start at multiples of 4); ReLU runs after the pooling (the two commute), and the pooled rows and
+        columns outside the blocks are zeroed, as the zero padding of the next 3×3 convolution. Values
+        outside the blocks after the last 3×3 convolution are never read.
         """
         dev, psi = f2f.device, self.psi
         h, w = f2f.shape
