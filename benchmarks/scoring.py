@@ -1,7 +1,7 @@
 """Pairs/s of hapref's streaming scorer vs the released pair-at-a-time evaluation loop, same process.
 
 Usage: ``python benchmarks/scoring.py [--queries 4] [--videos 60] [--frames 20 120] [--repeats 3]
-[--max-cells 32768 131072 ...] [--device cpu|cuda] [--threads N]``.
+[--max-cells 32768 131072 ...] [--device cpu|cuda] [--threads N] [--gemm-size 2048]``.
 
 Data: random L2-normalised region features ``[T, R=9, D=512]`` with T uniform in ``--frames``; network: a
 randomly initialised released-format network (attention, ψ, hardtanh in [−1, 1], Chamfer), i.e. what
@@ -93,8 +93,8 @@ def useful_flops(queries: list[dict], database: list[dict]) -> float:
 
 
 def gemm_flops(device: torch.device, size: int = 2048, repeats: int = 10) -> tuple[float, float]:
-    """Float32 GEMM rates of ``torch.mm`` and of ``dot_products``: the best of ``repeats`` 2048³ products
-    each (other jobs only slow it down)."""
+    """Float32 GEMM rates of ``torch.mm`` and of ``dot_products``: the best of ``repeats`` ``size``³
+    products each (other jobs only slow it down)."""
     a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
     flops = 2 * size ** 3
     return (flops / seconds(lambda: a @ b.T, device, repeats, reduce=min),
@@ -117,6 +117,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--no-padded", action="store_true", help="skip the padded batch scorer")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--gemm-size", type=int, default=2048, help="side of the square products timed for the GEMM rate")
     args = parser.parse_args()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -128,7 +129,7 @@ def main() -> None:
     net = VideoSimilarityNetwork(dims=DIM, attention=True, spatial_k=0.0, temporal_k=0.0,
                                  signed_scores=True).to(device).eval()
     pairs = len(queries) * len(database)
-    mm_rate, dnn_rate = gemm_flops(device)
+    mm_rate, dnn_rate = gemm_flops(device, args.gemm_size)
     gemm = max(mm_rate, dnn_rate)
     work = useful_flops(queries, database)
     print(f"device {device}, {torch.get_num_threads()} threads; {len(queries)} queries x {len(database)} videos of "
