@@ -1,4 +1,5 @@
-"""hapref.losses."""
+"""Training objectives of the four papers: ranking (AP) losses, the HAP-VR objective, quadlet and Radial
+losses, memory-bank InfoNCE and Circle losses, AutoSSVH's losses."""
 
 # HAP-VR base loss, pseudo labels and Eq. 15 objective
 from hapref.losses.hapvr_objective import WEIGHT_PRESETS, HAPVRObjective, HAPVRWeights, frame_level_ap_loss

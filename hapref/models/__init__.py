@@ -1,4 +1,4 @@
-"""hapref.models."""
+"""The networks of the four papers, their builders and the loaders of released checkpoints."""
 
 # HAP-VR
 from hapref.models.hapvr import (
