@@ -1,9 +1,9 @@
 """Row-by-row inner products ``a @ b.T (+ bias)``, through oneDNN on the CPU.
 
 PyTorch sends a float32 ``torch.mm`` on the CPU to MKL's sgemm and its convolutions to oneDNN. A
-matrix product is a 1×1 convolution (rows of ``a`` as pixels, rows of ``b`` as filters), and on CPUs
-where MKL does not use its widest vector code (AMD's, for one) oneDNN's kernel is faster:
-``benchmarks/scoring.py`` prints both rates for the machine it runs on. The arithmetic is IEEE float32
+matrix product is a 1×1 convolution (rows of ``a`` as pixels, rows of ``b`` as filters), and where MKL
+does not pick its widest vector code oneDNN's kernel is faster (2.1× on the 2-core AMD EPYC of the
+README's measurements; ``benchmarks/scoring.py`` prints both rates for the machine it runs on). The arithmetic is IEEE float32
 either way (results agree to float32 rounding); where ``torch.backends.mkldnn.conv.fp32_precision``
 allows a lower precision, the products stay with ``torch.mm``.
 """
