@@ -162,7 +162,7 @@ def main() -> None:
         measure(f"hapref similarities, max_cells={cells} (max |diff| {exact:.1e})",
                 lambda cells=cells: similarities(net, queries, database, device=device, progress=False,
                                                  max_cells=cells))
-    print(f"\n| scorer | pairs/s | vs released loop | of GEMM rate | peak memory |\n|---|---:|---:|---:|---:|")
+    print("\n| scorer | pairs/s | vs released loop | of GEMM rate | peak memory |\n|---|---:|---:|---:|---:|")
     for name, rate, fraction, memory in rows:
         print(f"| {name} | {rate:,.0f} | {rate * base / pairs:.2f}x | {100 * fraction:.0f} % | {memory:,.0f} MiB |")
 

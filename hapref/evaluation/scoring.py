@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from math import isqrt
 
 import torch
@@ -236,7 +236,7 @@ class _Scorer:
 
         patches = F.pad(f2f, (1, 1, 1, 1)).unfold(0, 3, 1).unfold(1, 3, 1).reshape(h * w, 9)
         x = torch.addmm(psi.conv1.bias, patches, psi.conv1.weight.reshape(-1, 9).T)
-        x = pool(x.view(1, h, w, -1).permute(0, 3, 1, 2), 1)           # [1, 32, h, w], channels last
+        x = pool(x.view(1, h, w, -1).permute(0, 3, 1, 2), 1)   # [1, 32, h, w] channels last -> h/2 x w/2
         x = pool(F.conv2d(x, psi.conv2.weight, psi.conv2.bias, padding=1), 2)
         x = F.relu_(F.conv2d(x, psi.conv3.weight, psi.conv3.bias, padding=1))
         x = F.conv2d(x, psi.fconv.weight, psi.fconv.bias)[0, 0]
