@@ -45,17 +45,50 @@ class MemoryBank(nn.Module):
 
     @property
     def size(self) -> int:
+        """Capacity of the queue (number of key slots, fixed at construction), an ``int``.
+
+        Examples:
+            >>> bank = MemoryBank(size=5, dim=2)
+            >>> bank.size, tuple(bank.keys.shape)
+            (5, (5, 2))
+        """
         return self.keys.shape[0]
 
     def filled(self) -> tuple[Tensor, Tensor]:
-        """The stored keys ``[n, dim]`` and ids ``[n]``, oldest first (n = min(enqueued, size))."""
+        """The stored keys ``[n, dim]`` (bank dtype) and ids ``[n]`` (long), oldest first (n = min(enqueued, size)).
+
+        Examples:
+            >>> bank = MemoryBank(size=4, dim=3)
+            >>> keys, ids = bank.filled()  # nothing enqueued yet
+            >>> tuple(keys.shape), tuple(ids.shape)
+            ((0, 3), (0,))
+            >>> bank.enqueue(torch.eye(3), torch.tensor([1, 2, 3]))
+            >>> bank.enqueue(2 * torch.ones(2, 3), torch.tensor([4, 5]))  # wraps around: id 1 is dropped
+            >>> keys, ids = bank.filled()
+            >>> ids, torch.equal(keys, torch.cat([torch.eye(3)[1:], 2 * torch.ones(2, 3)]))
+            (tensor([2, 3, 4, 5]), True)
+        """
         n = int(self.count)
         order = (torch.arange(n, device=self.keys.device) + (int(self.pointer) - n)) % self.size
         return self.keys[order], self.ids[order]
 
     @torch.no_grad()
     def enqueue(self, keys: Tensor, ids: Tensor | None = None) -> None:
-        """Append ``keys [B, dim]`` (detached) with ``ids [B]`` (default −1); if B > size only the last ``size`` stay."""
+        """Append ``keys [B, dim]`` (detached) with ``ids [B]`` (default −1); if B > size only the last ``size`` stay.
+
+        ``keys`` must have the bank's dtype and device; ``ids`` is a long tensor. Returns nothing.
+
+        Examples:
+            >>> bank = MemoryBank(size=2, dim=2)
+            >>> query = torch.randn(3, 2, requires_grad=True)
+            >>> bank.enqueue(query, torch.tensor([10, 11, 12]))  # B = 3 > size: the first key is dropped
+            >>> keys, ids = bank.filled()
+            >>> ids, torch.equal(keys, query[1:].detach()), keys.requires_grad
+            (tensor([11, 12]), True, False)
+            >>> bank.enqueue(torch.zeros(1, 2))  # ids default to -1 (never matches a clip id)
+            >>> bank.filled()[1]
+            tensor([12, -1])
+        """
         check_float_tensor(keys, "keys", ndim=2)
         if keys.shape[1] != self.keys.shape[1] or keys.dtype != self.keys.dtype:
             raise ValueError(f"keys must have shape [B, {self.keys.shape[1]}] and dtype {self.keys.dtype}, "
@@ -149,7 +182,20 @@ class MemoryBankInfoNCE(nn.Module):
         self.temperature = temperature
 
     def logits(self, sims: Tensor) -> Tensor:
-        """The softmax logits ``s/τ`` of Eq. 3."""
+        """The softmax logits ``s/τ`` of Eq. 3, same shape and dtype as ``sims [B, 1 + M]``.
+
+        The loss is the cross-entropy of these logits with target column 0.
+
+        Examples:
+            >>> loss = MemoryBankInfoNCE(temperature=0.1)
+            >>> sims = torch.tensor([[0.9, 0.1, -0.3], [0.2, 0.5, 0.1]])
+            >>> loss.logits(sims)
+            tensor([[ 9.,  1., -3.],
+                    [ 2.,  5.,  1.]])
+            >>> target = torch.zeros(2, dtype=torch.long)
+            >>> torch.allclose(loss(sims), torch.nn.functional.cross_entropy(loss.logits(sims), target))
+            True
+        """
         return sims / self.temperature
 
     def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
@@ -193,7 +239,20 @@ class CircleLoss(nn.Module):
         self.m, self.gamma, self.released = m, gamma, released
 
     def logits(self, sims: Tensor) -> Tensor:
-        """The softmax logits ``γ α (s − Δ)`` of Eq. 4 (α detached)."""
+        """The softmax logits ``γ α (s − Δ)`` of Eq. 4 (α detached), same shape and dtype as ``sims [B, 1 + M]``.
+
+        The loss is the cross-entropy of these logits with target column 0.
+
+        Examples:
+            >>> loss = CircleLoss(m=0.25, gamma=256.0)
+            >>> sims = torch.tensor([[0.9, 0.1, -0.3], [0.2, 0.5, 0.1]])
+            >>> # positive: 256 * (1.25 - 0.9) * (0.9 - 0.75); negatives: 256 * [s + 0.25]_+ * (s - 0.25)
+            >>> [round(v, 2) for v in loss.logits(sims)[0].tolist()]  # -0.3 < -m: weight α_n = 0
+            [13.44, -13.44, -0.0]
+            >>> target = torch.zeros(2, dtype=torch.long)
+            >>> torch.allclose(loss(sims), torch.nn.functional.cross_entropy(loss.logits(sims), target))
+            True
+        """
         m = self.m
         positive_type = torch.zeros_like(sims, dtype=torch.bool)
         if self.released:
