@@ -93,11 +93,37 @@ class HammingIndex:
         return f"HammingIndex({len(self)} codes of {self.bits} bits, {type(self._index).__name__})"
 
     def add(self, codes: object) -> None:
-        """Append codes (packed or unpacked, same bit count); they get the next indices."""
+        """Append codes (packed or unpacked, same bit count); they get the next indices.
+
+        Args:
+            codes: [M', bytes] packed ``uint8`` or [M', bits] unpacked ±1 / 0-1 codes, ``bits`` as the index.
+
+        Examples:
+            >>> index = HammingIndex(torch.tensor([[1] * 8]))
+            >>> index.add(torch.tensor([[-1] * 8, [1, 1, 1, 1, 1, 1, 1, -1]]))
+            >>> len(index), index.search(torch.tensor([[1, 1, 1, 1, 1, 1, -1, -1]]), k=3)[1]  # ids 1, 2 are new
+            (3, tensor([[2, 0, 1]]))
+        """
         self._index.add(as_packed(codes, "codes", self.bits // 8).numpy())
 
     def search(self, queries: object, k: int) -> tuple[Tensor, Tensor]:
-        """The ``k`` nearest codes of each query: ``(distances in bits, indices)``, [Q, k] int64 each."""
+        """The ``k`` nearest codes of each query: ``(distances in bits, indices)``, [Q, k] int64 each.
+
+        Args:
+            queries: [Q, bytes] packed or [Q, bits] unpacked codes, ``bits`` as the index.
+            k: results per query, 1 ≤ k ≤ ``len(self)``.
+
+        Examples:
+            >>> from hapref.search import pack_codes
+            >>> g = torch.Generator().manual_seed(0)
+            >>> db, queries = torch.randint(0, 2, (50, 64), generator=g), torch.randint(0, 2, (4, 64), generator=g)
+            >>> distances, ids = HammingIndex(pack_codes(db * 2 - 1)).search(queries, k=5)
+            >>> brute = (queries[:, None, :] != db[None, :, :]).sum(-1)  # [Q, M] Hamming distances
+            >>> torch.equal(distances, brute.sort(dim=1).values[:, :5])
+            True
+            >>> torch.equal(brute.gather(1, ids), distances)  # each id is at the distance reported
+            True
+        """
         q = as_packed(queries, "queries", self.bits // 8)
         k = _check_k(k, len(self))
         distances, indices = self._index.search(q.numpy(), k)
@@ -108,6 +134,21 @@ class HammingIndex:
 
         Returns ``(offsets [Q+1], distances, indices)`` (int64): query ``i``'s results are
         ``distances[offsets[i]:offsets[i+1]]`` and the matching ``indices``, in no particular order.
+
+        Args:
+            queries: [Q, bytes] packed or [Q, bits] unpacked codes, ``bits`` as the index.
+            radius: the largest Hamming distance kept, an int ≥ 0.
+
+        Examples:
+            >>> g = torch.Generator().manual_seed(0)
+            >>> db, queries = torch.randint(0, 2, (50, 16), generator=g), torch.randint(0, 2, (2, 16), generator=g)
+            >>> offsets, distances, ids = HammingIndex(db).range_search(queries, radius=5)
+            >>> brute = (queries[:, None, :] != db[None, :, :]).sum(-1)  # [Q, M]
+            >>> all(sorted(ids[offsets[i]:offsets[i + 1]].tolist()) == torch.nonzero(brute[i] <= 5).flatten().tolist()
+            ...     for i in range(2))
+            True
+            >>> bool((distances <= 5).all()), offsets.shape
+            (True, torch.Size([3]))
         """
         q = as_packed(queries, "queries", self.bits // 8)
         if not isinstance(radius, int) or isinstance(radius, bool) or radius < 0:
@@ -117,12 +158,35 @@ class HammingIndex:
                 torch.from_numpy(indices.astype(np.int64)))
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the index (codes included) to ``path`` in FAISS's format."""
+        """Write the index (codes included) to ``path`` in FAISS's format; read it back with :meth:`load`.
+
+        Examples:
+            >>> import tempfile
+            >>> from pathlib import Path
+            >>> index = HammingIndex(torch.tensor([[1] * 8, [-1] * 8]))
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     index.save(Path(tmp) / "codes.faiss")
+            ...     print(HammingIndex.load(Path(tmp) / "codes.faiss"))
+            HammingIndex(2 codes of 8 bits, IndexBinaryFlat)
+        """
         _faiss().write_index_binary(self._index, str(Path(path)))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> HammingIndex:
-        """Read an index written by :meth:`save`."""
+        """Read an index written by :meth:`save`; it answers searches as the saved one did.
+
+        Examples:
+            >>> import tempfile
+            >>> from pathlib import Path
+            >>> g = torch.Generator().manual_seed(0)
+            >>> index = HammingIndex(torch.randint(0, 2, (20, 32), generator=g))
+            >>> queries = torch.randint(0, 2, (3, 32), generator=g)
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     index.save(Path(tmp) / "codes.faiss")
+            ...     loaded = HammingIndex.load(Path(tmp) / "codes.faiss")
+            >>> all(torch.equal(a, b) for a, b in zip(loaded.search(queries, k=4), index.search(queries, k=4)))
+            True
+        """
         if not Path(path).is_file():
             raise FileNotFoundError(f"no index file at {path}")
         return cls._wrap(_faiss().read_index_binary(str(Path(path))))
@@ -172,23 +236,67 @@ class VectorIndex:
         return f"VectorIndex({len(self)} vectors of dimension {self.dim})"
 
     def add(self, vectors: object) -> None:
-        """Append vectors [M', D]; they get the next indices."""
+        """Append vectors [M', D] (float, D as the index); they get the next indices.
+
+        Examples:
+            >>> index = VectorIndex(torch.tensor([[1.0, 0.0]]))
+            >>> index.add(torch.tensor([[0.0, 1.0], [0.6, 0.8]]))
+            >>> len(index), index.search(torch.tensor([[0.0, 1.0]]), k=3)[1]  # ids 1, 2 are new
+            (3, tensor([[1, 2, 0]]))
+        """
         self._index.add(_as_vectors(vectors, "vectors", self.dim))
 
     def search(self, queries: object, k: int) -> tuple[Tensor, Tensor]:
-        """The ``k`` items of largest inner product with each query: ``(similarities, indices)``."""
+        """The ``k`` items of largest inner product with each query: ``(similarities, indices)``.
+
+        Args:
+            queries: [Q, D] float vectors.
+            k: results per query, 1 ≤ k ≤ ``len(self)``.
+
+        Returns:
+            ``similarities`` [Q, k] float32 (decreasing) and ``indices`` [Q, k] int64.
+
+        Examples:
+            >>> g = torch.Generator().manual_seed(0)
+            >>> db, queries = torch.randn(30, 8, generator=g), torch.randn(4, 8, generator=g)
+            >>> sims, ids = VectorIndex(db).search(queries, k=3)
+            >>> brute = (queries @ db.T).topk(3, dim=1)  # [Q, M] inner products, best 3
+            >>> torch.equal(ids, brute.indices), torch.allclose(sims, brute.values, atol=1e-5)
+            (True, True)
+        """
         q = _as_vectors(queries, "queries", self.dim)
         k = _check_k(k, len(self))
         sims, indices = self._index.search(q, k)
         return torch.from_numpy(sims), torch.from_numpy(indices)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the index (vectors included) to ``path`` in FAISS's format."""
+        """Write the index (vectors included) to ``path`` in FAISS's format; read it back with :meth:`load`.
+
+        Examples:
+            >>> import tempfile
+            >>> from pathlib import Path
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     VectorIndex(torch.eye(3)).save(Path(tmp) / "vectors.faiss")
+            ...     print(VectorIndex.load(Path(tmp) / "vectors.faiss"))
+            VectorIndex(3 vectors of dimension 3)
+        """
         _faiss().write_index(self._index, str(Path(path)))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> VectorIndex:
-        """Read an index written by :meth:`save`."""
+        """Read an index written by :meth:`save`; it answers searches as the saved one did.
+
+        Examples:
+            >>> import tempfile
+            >>> from pathlib import Path
+            >>> g = torch.Generator().manual_seed(0)
+            >>> index, queries = VectorIndex(torch.randn(20, 8, generator=g)), torch.randn(3, 8, generator=g)
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     index.save(Path(tmp) / "vectors.faiss")
+            ...     loaded = VectorIndex.load(Path(tmp) / "vectors.faiss")
+            >>> all(torch.equal(a, b) for a, b in zip(loaded.search(queries, k=4), index.search(queries, k=4)))
+            True
+        """
         if not Path(path).is_file():
             raise FileNotFoundError(f"no index file at {path}")
         return cls._wrap(_faiss().read_index(str(Path(path))))
