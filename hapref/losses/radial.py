@@ -143,7 +143,21 @@ class QuadletLoss(_TupleLoss):
         self.g1, self.g2, self.g3 = g1, g2, g3
 
     def terms(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """The three hinges ``(L1, L2, L3)``, each ``[B]``, of quadlet embeddings ``[B, D]``, Radial Eq. 3-5."""
+        """The three hinges ``(L1, L2, L3)``, each ``[B]``, of quadlet embeddings ``[B, D]``, Radial Eq. 3-5.
+
+        Unreduced, so one sees which ordering a tuple violates; ``forward`` reduces ``L1 + L2 + L3``. Float32 for
+        half-precision input.
+
+        Examples:
+            >>> q, p = torch.zeros(2, 1), torch.tensor([[0.5], [0.1]])
+            >>> i, n = torch.tensor([[0.6], [1.0]]), torch.tensor([[1.0], [3.0]])
+            >>> loss = QuadletLoss(g1=0.7, g2=0.3, g3=0.5)
+            >>> l1, l2, l3 = loss.terms(q, p, i, n)  # row 0: i too close to q (L2) and to p (L3)
+            >>> [[round(v, 2) for v in t.tolist()] for t in (l1, l2, l3)]  # L2 = 0.3 + 0.25 - 0.36
+            [[0.0, 0.0], [0.19, 0.0], [0.26, 0.0]]
+            >>> torch.allclose(l1 + l2 + l3, QuadletLoss(reduction="none")(q, p, i, n))
+            True
+        """
         q, p, i, n = _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
         d_qp = squared_distance(q, p)
         l1 = (self.g1 + d_qp - squared_distance(q, n)).clamp_min(0)
@@ -187,7 +201,19 @@ class RadialLoss(_TupleLoss):
         self.c, self.margin = c, margin
 
     def terms(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> tuple[Tensor, Tensor]:
-        """``(L_radial, L_triplet)``, each ``[B]``, of quadlet embeddings ``[B, D]``, Radial Eq. 8 and Eq. 12."""
+        """``(L_radial, L_triplet)``, each ``[B]``, of quadlet embeddings ``[B, D]``, Radial Eq. 8 and Eq. 12.
+
+        ``L_radial = [(cR)^2 - ||n - X_G||^2]_+`` with the centroid ``X_G`` and radius ``R`` of
+        :func:`radial_centroid_and_radius`; ``L_triplet = [m + d(q,p) - d(q,i)]_+``. Unreduced; float32 for
+        half-precision input.
+
+        Examples:
+            >>> q, p, i = torch.zeros(2, 1), torch.zeros(2, 1), torch.full((2, 1), 3.0)  # X_G = 1, R = 2
+            >>> n = torch.tensor([[4.0], [8.0]])  # inside / outside the sphere of radius c R = 6
+            >>> radial, triplet = RadialLoss(c=3.0, margin=0.3).terms(q, p, i, n)
+            >>> radial, triplet  # 36 - (4 - 1)^2 = 27; 36 - (8 - 1)^2 < 0
+            (tensor([27.,  0.]), tensor([0., 0.]))
+        """
         q, p, i, n = _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
         centroid, radius = radial_centroid_and_radius(q, p, i)
         radial = ((self.c * radius).pow(2) - squared_distance(n, centroid)).clamp_min(0)
