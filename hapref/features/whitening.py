@@ -40,15 +40,47 @@ class PCAWhitening(nn.Module):
 
     @property
     def in_dim(self) -> int:
+        """``D_in``: the descriptor size the whitening takes (length of ``mean``).
+
+        Examples:
+            >>> PCAWhitening.fit(torch.randn(50, 8), dim=3).in_dim
+            8
+        """
         return self.mean.shape[0]
 
     @property
     def out_dim(self) -> int:
+        """``D_out``: the descriptor size it returns (columns of ``projection``, ``dim`` at fit time).
+
+        Examples:
+            >>> PCAWhitening.fit(torch.randn(50, 8), dim=3).out_dim
+            3
+        """
         return self.projection.shape[1]
 
     @classmethod
     def fit(cls, x: Tensor, dim: int | None = None, eps: float = 1e-9) -> PCAWhitening:
-        """Fit on descriptors ``x [..., D_in]``; keep ``dim`` components (default: all, at most N - 1)."""
+        """Fit on descriptors ``x [..., D_in]``; keep ``dim`` components (default: all, at most N - 1).
+
+        With ``mean`` μ and the sample covariance ``C = (x - μ)ᵀ(x - μ) / (N - 1)`` (float64 here), the
+        ``dim`` eigenvectors ``U_d`` of largest eigenvalue ``λ_d`` give ``projection = U_d diag(λ_d)^(-1/2)``;
+        buffers are returned in ``x``'s dtype.
+
+        Args:
+            x: float descriptors ``[..., D_in]`` (leading axes flattened into N ≥ 2 rows).
+            dim: components kept, in ``[1, min(D_in, N - 1)]``.
+            eps: floor on the eigenvalues.
+
+        Examples:
+            >>> g = torch.Generator().manual_seed(0)
+            >>> x = torch.randn(400, 6, generator=g, dtype=torch.float64) @ torch.randn(6, 6, generator=g).double()
+            >>> pca = PCAWhitening.fit(x, dim=4)
+            >>> y = pca.whiten(x)  # [400, 4]: decorrelated, unit variance on the fit data
+            >>> torch.allclose(torch.cov(y.T), torch.eye(4, dtype=torch.float64), atol=1e-8)
+            True
+            >>> bool((pca.eigenvalues[:-1] >= pca.eigenvalues[1:]).all())  # largest first
+            True
+        """
         check_float_tensor(x, "x", ndim=None)
         data = x.reshape(-1, x.shape[-1]).double()
         n, d_in = data.shape
@@ -67,7 +99,20 @@ class PCAWhitening(nn.Module):
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Tensor]) -> PCAWhitening:
-        """Rebuild from :meth:`state_dict` output (e.g. after ``torch.load(..., weights_only=True)``)."""
+        """Rebuild from :meth:`state_dict` output (e.g. after ``torch.load(..., weights_only=True)``).
+
+        ``state`` holds ``mean [D_in]``, ``projection [D_in, D_out]`` and ``eigenvalues [D_out]``.
+
+        Examples:
+            >>> import tempfile
+            >>> from pathlib import Path
+            >>> pca, x = PCAWhitening.fit(torch.randn(100, 8), dim=4), torch.randn(5, 8)
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     torch.save(pca.state_dict(), Path(tmp) / "pca.pt")
+            ...     loaded = PCAWhitening.from_state_dict(torch.load(Path(tmp) / "pca.pt", weights_only=True))
+            >>> torch.equal(loaded(x), pca(x))
+            True
+        """
         return cls(state["mean"], state["projection"], state["eigenvalues"])
 
     @classmethod
@@ -106,15 +151,28 @@ class PCAWhitening(nn.Module):
 
         Examples:
             >>> import tempfile, torch
-            >>> path = tempfile.mktemp(suffix=".pth")
-            >>> torch.save({"mean": torch.zeros(3), "d": torch.ones(3), "V": torch.eye(3)}, path)
-            >>> PCAWhitening.load_visil(path, dim=2).projection.shape
+            >>> from pathlib import Path
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     path = Path(tmp) / "pca.pth"
+            ...     torch.save({"mean": torch.zeros(3), "d": torch.ones(3), "V": torch.eye(3)}, path)
+            ...     print(PCAWhitening.load_visil(path, dim=2).projection.shape)
             torch.Size([3, 2])
         """
         return cls.from_visil(torch.load(path, map_location="cpu", weights_only=True), dim=dim)
 
     def whiten(self, x: Tensor) -> Tensor:
-        """Whitened descriptors ``[..., D_out]`` before the final L2 norm (identity covariance on the fit data)."""
+        """Whitened descriptors ``[..., D_out]`` before the final L2 norm (identity covariance on the fit data).
+
+        ``(x - mean) @ projection`` for float ``x [..., D_in]``, computed in ``x``'s dtype; :meth:`forward`
+        L2-normalises this.
+
+        Examples:
+            >>> g = torch.Generator().manual_seed(0)
+            >>> pca, x = PCAWhitening.fit(torch.randn(100, 8, generator=g), dim=4), torch.randn(2, 3, 8, generator=g)
+            >>> w = pca.whiten(x)
+            >>> w.shape, torch.allclose(torch.nn.functional.normalize(w, dim=-1), pca(x))
+            (torch.Size([2, 3, 4]), True)
+        """
         if x.shape[-1] != self.in_dim:
             raise ValueError(f"x must have {self.in_dim} features in its last axis, got shape {tuple(x.shape)}")
         return (x - self.mean.to(x.dtype)) @ self.projection.to(x.dtype)
