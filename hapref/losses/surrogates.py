@@ -35,7 +35,22 @@ class StepSurrogate(ABC):
 
     @abstractmethod
     def value_and_slope_(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """φ(x) and φ'(x), computed without autograd; ``x`` is overwritten."""
+        """φ(x) and φ'(x), computed without autograd; ``x`` is overwritten.
+
+        ``x`` is a float tensor of any shape; both results have its shape and dtype (the value may reuse ``x``'s
+        storage, so pass a copy when ``x`` is still needed). The slope equals autograd's derivative of φ.
+
+        Examples:
+            >>> step, x = QuadLinearStep(0.5), torch.tensor([-1.0, -0.25, 0.0, 0.5])
+            >>> value, slope = step.value_and_slope_(x.clone())  # a copy: the argument is overwritten
+            >>> value, slope  # 0, (x/δ + 1)², 1 + 2x/δ and slopes 0, (2/δ)(x/δ + 1), 2/δ
+            (tensor([0.0000, 0.2500, 1.0000, 3.0000]), tensor([0., 2., 4., 4.]))
+            >>> x.requires_grad_()  # Eq. 10 written out with torch ops, differentiated by autograd
+            tensor([-1.0000, -0.2500,  0.0000,  0.5000], requires_grad=True)
+            >>> literal = torch.where(x <= 0, (x / 0.5 + 1).clamp(min=0) ** 2, 1 + 2 * x / 0.5)
+            >>> torch.equal(torch.autograd.grad(literal.sum(), x)[0], slope)
+            True
+        """
 
     def __call__(self, x: Tensor) -> Tensor:
         return _Surrogate.apply(x, self)
