@@ -70,7 +70,19 @@ class Backbone(nn.Module):
         return super().train(mode and not self.frozen)
 
     def preprocess(self, frames: Tensor) -> Tensor:
-        """Float, resized (antialiased bilinear) and ImageNet-normalised ``[T, 3, S, S]`` on the model's device."""
+        """Float, resized (antialiased bilinear) and ImageNet-normalised ``[T, 3, S, S]`` on the model's device.
+
+        Takes uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` in [0, 1] frames; ``S`` is ``image_size`` (the
+        input size is kept when it is None). Each channel becomes ``(x - mean_c) / std_c`` with the ImageNet
+        statistics ``IMAGENET_MEAN`` / ``IMAGENET_STD``.
+
+        Examples:
+            >>> white = torch.full((2, 48, 48, 3), 255, dtype=torch.uint8)
+            >>> x = SmallCNN(image_size=32).preprocess(white)
+            >>> expected = (1 - torch.tensor(IMAGENET_MEAN)) / torch.tensor(IMAGENET_STD)  # per channel
+            >>> x.shape, torch.allclose(x, expected.view(1, 3, 1, 1).expand(2, 3, 32, 32), atol=1e-5)
+            (torch.Size([2, 3, 32, 32]), True)
+        """
         x = to_float_frames(frames).to(self.mean.device)
         if self.image_size is not None and x.shape[-2:] != (self.image_size, self.image_size):
             x = F.interpolate(x, size=(self.image_size, self.image_size), mode="bilinear",
@@ -78,6 +90,19 @@ class Backbone(nn.Module):
         return (x - self.mean) / self.std
 
     def feature_maps(self, x: Tensor) -> list[Tensor]:
+        """The network itself: maps ``[T, C_l, H_l, W_l]`` (one per entry of ``channels``) of frames already
+        passed through :meth:`preprocess` (float ``[T, 3, S, S]``). Subclasses implement it; :meth:`forward`
+        is ``feature_maps(preprocess(frames))``.
+
+        Examples:
+            >>> net, g = SmallCNN(), torch.Generator().manual_seed(0)
+            >>> frames = torch.randint(0, 256, (2, 64, 64, 3), dtype=torch.uint8, generator=g)
+            >>> maps = net.feature_maps(net.preprocess(frames))
+            >>> tuple(m.shape[1] for m in maps) == net.channels
+            True
+            >>> all(torch.equal(a, b) for a, b in zip(maps, net(frames)))
+            True
+        """
         raise NotImplementedError
 
     def forward(self, frames: Tensor) -> list[Tensor]:
@@ -91,6 +116,17 @@ class Backbone(nn.Module):
         return self.feature_maps(self.preprocess(frames))
 
     def embed(self, frames: Tensor) -> Tensor:
+        """One vector per frame ``[T, C_last]`` (float32): the last feature map averaged over its H × W positions.
+
+        Takes uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` frames, like :meth:`forward`.
+
+        Examples:
+            >>> net, g = SmallCNN(), torch.Generator().manual_seed(0)
+            >>> frames = torch.randint(0, 256, (3, 64, 64, 3), dtype=torch.uint8, generator=g)
+            >>> e = net.embed(frames)
+            >>> e.shape, torch.allclose(e, net(frames)[-1].flatten(2).mean(dim=2))
+            (torch.Size([3, 128]), True)
+        """
         return self(frames)[-1].mean(dim=(-2, -1))
 
 
