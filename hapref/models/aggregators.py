@@ -57,7 +57,22 @@ class NetVLADAggregator(nn.Module):
         self.project = nn.Linear(clusters * d_model, d_model)
 
     def vlad(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
-        """The normalised VLAD vector ``[N, K·D]`` before the projection."""
+        """The normalised VLAD vector ``[N, K·D]`` before the projection (the ``V_k`` above, flattened).
+
+        ``features [N, T, D]`` float, ``valid [N, T]`` bool (None = all frames real); padded frames get zero
+        assignment weight. Each ``V_k`` block is intra-normalised and the whole vector has unit L2 norm, so every
+        block has norm ``1/√K`` (a row without valid frames stays zero).
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> model = NetVLADAggregator(d_model=8, clusters=4)
+            >>> x, valid = torch.randn(2, 5, 8), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+            >>> v = model.vlad(x, valid)
+            >>> tuple(v.shape), torch.allclose(v.view(2, 4, 8).norm(dim=-1), torch.full((2, 4), 0.5))
+            ((2, 32), True)
+            >>> torch.allclose(v[1], model.vlad(x[1:, :3])[0], atol=1e-6)  # padding has no effect
+            True
+        """
         valid = _check_inputs(features, valid, self.d_model)
         weights = torch.softmax(self.assign(features), dim=-1) * valid.unsqueeze(-1).to(features.dtype)  # [N,T,K]
         residual = torch.einsum("ntk,ntd->nkd", weights, features) - weights.sum(1).unsqueeze(-1) * self.centres
@@ -112,7 +127,21 @@ class RecurrentAggregator(nn.Module):
         return out.masked_fill(~valid.unsqueeze(-1), 0.0), valid
 
     def frame_embeddings(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
-        """Hidden states ``[N, T, D]``, each L2-normalised; padded frames are zero."""
+        """Hidden states ``[N, T, D]``, each L2-normalised; padded frames are zero.
+
+        ``features [N, T, D]`` float, ``valid [N, T]`` bool marking a prefix of every row (None = all real). These
+        are the context-refined frame descriptors, e.g. for frame-to-frame similarity.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> model = RecurrentAggregator(d_model=8, cell="lstm")
+            >>> x, valid = torch.randn(2, 5, 8), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+            >>> frames = model.frame_embeddings(x, valid)
+            >>> torch.allclose(frames[0], F.normalize(model.rnn(x[:1])[0][0], dim=-1), atol=1e-6)  # plain LSTM
+            True
+            >>> torch.allclose(frames[1, :3], model.frame_embeddings(x[1:, :3])[0], atol=1e-6), frames[1, 3:].norm().item()
+            (True, 0.0)
+        """
         return F.normalize(self._encode(features, valid)[0], dim=-1)
 
     def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
