@@ -91,11 +91,34 @@ class FeatureExtractor(nn.Module):
 
     @property
     def device(self) -> torch.device:
+        """The device the backbone (hence every output and cached load) lives on; it follows ``.to(...)``.
+
+        Examples:
+            >>> from hapref.features import SmallCNN
+            >>> FeatureExtractor(SmallCNN(image_size=32)).to("cpu").device
+            device(type='cpu')
+        """
         return self.backbone.mean.device
 
     @torch.no_grad()
     def descriptors(self, frames: Tensor) -> Tensor:
-        """Pooled, L2-normalised descriptors before whitening, computed in batches of frames."""
+        """Pooled, L2-normalised descriptors before whitening, computed in batches of frames.
+
+        uint8 frames ``[T, H, W, 3]`` (or float ``[T, 3, H, W]``) -> float32 ``[T, R, D]`` for the regional
+        poolings (``R = grid²`` regions, D the sum of the backbone's channels) or ``[T, D]`` for ``"imac"`` /
+        ``"l3irmac"``; ``batch_size`` frames go through the backbone at a time, which does not change the result.
+
+        Examples:
+            >>> from hapref.features import SmallCNN
+            >>> g = torch.Generator().manual_seed(0)
+            >>> frames = torch.randint(0, 256, (5, 32, 32, 3), dtype=torch.uint8, generator=g)
+            >>> x = FeatureExtractor(SmallCNN(image_size=32), batch_size=2).descriptors(frames)
+            >>> x.shape, torch.allclose(x.norm(dim=-1), torch.ones(5, 9))
+            (torch.Size([5, 9, 240]), True)
+            >>> one_batch = FeatureExtractor(SmallCNN(image_size=32), batch_size=64).descriptors(frames)
+            >>> torch.allclose(x, one_batch, atol=1e-6)
+            True
+        """
         prepare = released_frames if self.released else (lambda x: x)
         outs = [pool_layers(self.backbone(prepare(frames[i:i + self.batch_size])), self.pooling, self.grid)
                 for i in range(0, frames.shape[0], self.batch_size)]
@@ -115,7 +138,24 @@ class FeatureExtractor(nn.Module):
 
     def fit_whitening(self, videos: Iterable[Tensor], dim: int | None = None,
                       frames_per_video: int | None = None) -> PCAWhitening:
-        """Fit (and install) PCA whitening on descriptors of ``videos`` (every frame, or an even subsample)."""
+        """Fit (and install) PCA whitening on descriptors of ``videos`` (every frame, or an even subsample).
+
+        Args:
+            videos: frame tensors, uint8 ``[T, H, W, 3]`` each; every region descriptor is a PCA sample.
+            dim: whitened size kept (see :meth:`PCAWhitening.fit`).
+            frames_per_video: at most this many evenly spaced frames per video (None: all).
+
+        Examples:
+            >>> from hapref.features import SmallCNN
+            >>> g = torch.Generator().manual_seed(0)
+            >>> videos = [torch.randint(0, 256, (6, 32, 32, 3), dtype=torch.uint8, generator=g) for _ in range(3)]
+            >>> extractor = FeatureExtractor(SmallCNN(image_size=32))
+            >>> pca = extractor.fit_whitening(videos, dim=16, frames_per_video=4)
+            >>> extractor.whitening is pca, extractor(videos[0]).shape  # now [T, 9, 16]
+            (True, torch.Size([6, 9, 16]))
+            >>> torch.allclose(extractor(videos[0]), pca(extractor.descriptors(videos[0])))
+            True
+        """
         samples = []
         for frames in videos:
             if frames_per_video is not None and frames.shape[0] > frames_per_video:
@@ -125,7 +165,21 @@ class FeatureExtractor(nn.Module):
         return self.whitening
 
     def config_hash(self) -> str:
-        """Short hash of everything that changes the output: backbone, pooling, grid, image size, whitening, code."""
+        """Short hash of everything that changes the output: backbone, pooling, grid, image size, whitening, code.
+
+        A 16-character hex string; :meth:`extract` names its cache folder with it, so features computed
+        under another configuration are never reused.
+
+        Examples:
+            >>> from hapref.features import SmallCNN
+            >>> a, b = FeatureExtractor(SmallCNN(image_size=32)), FeatureExtractor(SmallCNN(image_size=32))
+            >>> len(a.config_hash()), a.config_hash() == b.config_hash()  # same weights, same settings
+            (16, True)
+            >>> a.config_hash() == FeatureExtractor(SmallCNN(image_size=32), pooling="imac").config_hash()
+            False
+            >>> a.config_hash() == FeatureExtractor(SmallCNN(image_size=32, seed=1)).config_hash()  # other weights
+            False
+        """
         code = source_digest(backbones_module, pooling_module, sys.modules[__name__])
         spec = json.dumps([self.backbone_name, self.pooling, self.grid, self.backbone.image_size, code])
         digest = hashlib.sha256(spec.encode())
@@ -143,6 +197,31 @@ class FeatureExtractor(nn.Module):
         With ``cache_dir``, features are stored as ``<cache_dir>/<config hash>/<video id>-<frames
         hash>.pt`` (atomic writes, loaded with ``weights_only=True``) and reused on the next call; the
         frames' content is part of the name, so a regenerated video never reuses stale features.
+
+        Args:
+            videos: ``{video_id: frames}`` or ``(video_id, frames)`` pairs, frames uint8 ``[T, H, W, 3]``.
+            cache_dir: folder for the feature cache (None: no cache).
+            progress: show a tqdm progress bar.
+
+        Returns:
+            ``{video_id: features}``, each as :meth:`forward` gives it (``[T, R, D]`` or ``[T, D]``).
+
+        Examples:
+            >>> import tempfile
+            >>> from pathlib import Path
+            >>> from hapref.features import SmallCNN
+            >>> g = torch.Generator().manual_seed(0)
+            >>> videos = {"a": torch.randint(0, 256, (4, 32, 32, 3), dtype=torch.uint8, generator=g),
+            ...           "b": torch.randint(0, 256, (2, 32, 32, 3), dtype=torch.uint8, generator=g)}
+            >>> extractor = FeatureExtractor(SmallCNN(image_size=32))
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     first = extractor.extract(videos, cache_dir=tmp, progress=False)
+            ...     cached = len(list(Path(tmp).rglob("*.pt")))
+            ...     again = extractor.extract(videos, cache_dir=tmp, progress=False)  # read back from the cache
+            >>> {k: tuple(v.shape) for k, v in first.items()}, cached
+            ({'a': (4, 9, 240), 'b': (2, 9, 240)}, 2)
+            >>> all(torch.equal(first[k], again[k]) for k in videos), torch.equal(first["a"], extractor(videos["a"]))
+            (True, True)
         """
         items: Iterator[tuple[str, Tensor]] = iter(videos.items() if isinstance(videos, Mapping) else videos)
         folder = Path(cache_dir) / self.config_hash() if cache_dir is not None else None
