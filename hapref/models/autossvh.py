@@ -286,7 +286,18 @@ class AutoSSVHNet(nn.Module):
         self.dec_out = nn.Linear(preset.dec_dim, feature_dim)
 
     def tokens(self, x: Tensor) -> Tensor:
-        """Embedded frame tokens ``[B, T, dim]`` (projection + sinusoidal positions)."""
+        """Embedded frame tokens ``[B, T, dim]`` (projection + sinusoidal positions) of features ``x [B, T, D]``.
+
+        ``T`` must equal the ``frames`` the net was built for; ``dim`` is the preset's width. These tokens feed
+        both the Grade-Net (:meth:`scores`) and the hashing encoder (:meth:`frame_codes`).
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net, x = AutoSSVHNet(feature_dim=12, nbits=16, frames=8).eval(), torch.randn(2, 8, 12)
+            >>> tokens = net.tokens(x)
+            >>> tokens.shape, torch.allclose(tokens, net.embed(x) + sinusoidal_positions(8, net.preset.dim))
+            (torch.Size([2, 8, 64]), True)
+        """
         x = check_float_tensor(x, "x", ndim=None)
         if x.ndim != 3 or x.shape[1] != self.frames or x.shape[2] != self.embed.in_features:
             raise ValueError(f"x must be [B, T={self.frames}, D={self.embed.in_features}] frame features, "
@@ -294,11 +305,32 @@ class AutoSSVHNet(nn.Module):
         return self.embed(x) + self.pos
 
     def scores(self, x: Tensor) -> Tensor:
-        """Grade-Net scores ``[B, T]`` of the frames of ``x`` (Eq. 1)."""
+        """Grade-Net scores ``[B, T]`` ∈ (0, 1) of the frames of ``x [B, T, D]`` (Eq. 1); high = dropped first.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net, x = AutoSSVHNet(feature_dim=12, nbits=16, frames=8).eval(), torch.randn(2, 8, 12)
+            >>> scores = net.scores(x)
+            >>> scores.shape, bool(((scores > 0) & (scores < 1)).all())
+            (torch.Size([2, 8]), True)
+            >>> torch.equal(scores, net.grade(net.tokens(x)))  # the Grade-Net applied to the embedded tokens
+            True
+        """
         return self.grade(self.tokens(x))
 
     def frame_codes(self, tokens: Tensor) -> Tensor:
-        """Continuous per-frame codes ``H = tanh(Z)`` ``[B, T', nbits]`` of (kept) tokens (Eq. 6)."""
+        """Continuous per-frame codes ``H = tanh(Z)`` ``[B, T', nbits]`` ∈ (−1, 1) of (kept) tokens ``[B, T', dim]``
+        (Eq. 6); the video code is the sign of their mean over frames (:func:`hash_codes`, Eq. 7).
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net, x = AutoSSVHNet(feature_dim=12, nbits=16, frames=8).eval(), torch.randn(2, 8, 12)
+            >>> h = net.frame_codes(net.tokens(x)[:, :5])  # any number T' of tokens, e.g. the kept ones
+            >>> h.shape, bool((h.abs() < 1).all())
+            (torch.Size([2, 5, 16]), True)
+            >>> torch.equal(hash_codes(net.frame_codes(net.tokens(x))), net.encode(x))  # all frames visible
+            True
+        """
         return torch.tanh(self.head(self.norm(self.blocks(tokens))))
 
     def sample(self, x: Tensor, num_drop: int, adversarial: bool = True, delta: float = 1.0,
@@ -308,7 +340,22 @@ class AutoSSVHNet(nn.Module):
         With ``adversarial`` the scores pass a gradient-reversal layer, so training the whole net on
         the loss makes the Grade-Net *maximise* it (Eq. 18–19). Returns the kept tokens
         ``[B, T-M, dim]`` (multiplied by the ST keep indicator, value 1, so gradients reach the scores),
-        the kept and the dropped indices.
+        the kept and the dropped indices, ``[B, T-M]`` and ``[B, M]`` long, each sorted.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net, x = AutoSSVHNet(feature_dim=12, nbits=16, frames=8).eval(), torch.randn(2, 8, 12)
+            >>> kept, keep, drop = net.sample(x, num_drop=3, delta=0.0)  # no noise: the 3 top-scored frames
+            >>> kept.shape, keep.shape, torch.equal(drop, net.scores(x).topk(3).indices.sort().values)
+            (torch.Size([2, 5, 64]), torch.Size([2, 5]), True)
+            >>> torch.equal(kept, drop_index(net.tokens(x), drop)[0])  # value: the kept tokens unchanged
+            True
+            >>> def grade_grad(adversarial):  # gradient the Grade-Net gets from a loss on the kept tokens
+            ...     net.zero_grad()
+            ...     net.sample(x, 3, adversarial=adversarial, delta=0.0)[0].sum().backward()
+            ...     return net.grade.w4.weight.grad.clone()
+            >>> torch.allclose(grade_grad(True), -grade_grad(False))  # reversed: the sampler ascends the loss
+            True
         """
         tokens = self.tokens(x)
         scores = self.grade(tokens)
@@ -322,7 +369,23 @@ class AutoSSVHNet(nn.Module):
         """Hash a view with frames ``drop`` removed and reconstruct them.
 
         Returns ``(H, b, recon)``: per-frame codes ``[B, T-M, nbits]``, the straight-through binary
-        video code ``[B, nbits]`` and the decoded dropped frames ``[B, M, D]``.
+        video code ``[B, nbits]`` and the decoded dropped frames ``[B, M, D]``. ``x [B, T, D]`` float, ``drop [B, M]``
+        long; ``kept_tokens`` (from :meth:`sample`) replaces the tokens of the kept frames, to let gradients reach
+        the sampler.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net, x = AutoSSVHNet(feature_dim=12, nbits=16, frames=8).eval(), torch.randn(2, 8, 12)
+            >>> kept, keep, drop = net.sample(x, num_drop=3, generator=torch.Generator().manual_seed(0))
+            >>> h, b, recon = net.view(x, drop, kept)
+            >>> h.shape, b.shape, recon.shape
+            (torch.Size([2, 5, 16]), torch.Size([2, 16]), torch.Size([2, 3, 12]))
+            >>> torch.equal(b, hash_codes(h)), torch.allclose(recon, net.view(x, drop)[2])  # same as from x alone
+            (True, True)
+            >>> hidden = x.clone()
+            >>> hidden[torch.arange(2)[:, None], drop] = 100.0  # the dropped frames are never seen
+            >>> torch.allclose(net.view(hidden, drop)[2], recon)
+            True
         """
         if kept_tokens is None:
             kept_tokens, keep = drop_index(self.tokens(x), drop)
@@ -333,7 +396,24 @@ class AutoSSVHNet(nn.Module):
         return h, binarize_st(h.mean(1)), self.decode(h, keep, drop)
 
     def decode(self, h: Tensor, keep: Tensor, drop: Tensor) -> Tensor:
-        """Reconstruct the dropped frames ``[B, M, D]`` from the kept frame codes (decoder of Fig. 2)."""
+        """Reconstruct the dropped frames ``[B, M, D]`` from the kept frame codes (decoder of Fig. 2).
+
+        ``h [B, T-M, nbits]`` are the kept frames' codes, ``keep [B, T-M]`` and ``drop [B, M]`` the (long) frame
+        positions; dropped frames enter as a learned mask token plus their position embedding.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net, x = AutoSSVHNet(feature_dim=12, nbits=16, frames=8).eval(), torch.randn(2, 8, 12)
+            >>> drop = torch.tensor([[1, 4], [0, 7]])
+            >>> kept, keep = drop_index(net.tokens(x), drop)
+            >>> h = net.frame_codes(kept)
+            >>> recon = net.decode(h, keep, drop)
+            >>> recon.shape, torch.equal(recon, net.view(x, drop)[2])
+            (torch.Size([2, 2, 12]), True)
+            >>> loss = (recon - x[torch.arange(2)[:, None], drop]).pow(2).mean()  # the reconstruction loss
+            >>> loss.shape
+            torch.Size([])
+        """
         b, m = drop.shape
         visible = self.dec_in(h) + self.dec_pos[keep]
         masked = self.mask_token + self.dec_pos[drop]
@@ -342,7 +422,23 @@ class AutoSSVHNet(nn.Module):
 
     @torch.no_grad()
     def encode(self, x: Tensor) -> Tensor:
-        """Binary codes ``[B, nbits]`` ∈ {±1} with every frame visible (Eq. 7; evaluation path)."""
+        """Binary codes ``[B, nbits]`` ∈ {±1} of ``x [B, T, D]`` with every frame visible (Eq. 7; evaluation path).
+
+        Runs without autograd; retrieval ranks database codes by Hamming distance ``(nbits − b_q·b_d) / 2``.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net, x = AutoSSVHNet(feature_dim=12, nbits=16, frames=8).eval(), torch.randn(2, 8, 12)
+            >>> codes = net.encode(x)
+            >>> codes.shape, sorted(codes.unique().tolist()), codes.requires_grad
+            (torch.Size([2, 16]), [-1.0, 1.0], False)
+            >>> no_drop = torch.zeros(2, 0, dtype=torch.long)
+            >>> torch.equal(codes, net.view(x, no_drop)[1])  # the training view with nothing dropped
+            True
+            >>> hamming = (16 - codes @ codes.T) / 2
+            >>> hamming.diag().tolist()
+            [0.0, 0.0]
+        """
         return hash_codes(self.frame_codes(self.tokens(x)))
 
 
