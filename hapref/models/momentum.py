@@ -51,7 +51,29 @@ class MomentumEncoder(nn.Module):
 
     @torch.no_grad()
     def update(self, encoder: nn.Module) -> None:
-        """One moving-average step towards the query ``encoder`` (same architecture)."""
+        """One moving-average step ``θ_k ← m·θ_k + (1 − m)·θ_q`` towards the query ``encoder`` (same architecture).
+
+        Parameters move in place; buffers (e.g. BatchNorm running statistics) are copied as they are. Call it once
+        per optimiser step, before embedding the keys.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> query = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+            >>> key = MomentumEncoder(query, momentum=0.75)
+            >>> _ = query(torch.randn(8, 3))  # a training step changes the running statistics ...
+            >>> with torch.no_grad():
+            ...     _ = query[0].weight.mul_(2.0)  # ... and the weights
+            >>> old = key.encoder[0].weight.clone()
+            >>> key.update(query)
+            >>> torch.allclose(key.encoder[0].weight, 0.75 * old + 0.25 * query[0].weight)
+            True
+            >>> torch.equal(key.encoder[1].running_mean, query[1].running_mean)  # buffers copied
+            True
+            >>> exact = MomentumEncoder(nn.Linear(3, 2), momentum=0.0)
+            >>> exact.update(query[0])  # m = 0: the key encoder becomes the query encoder
+            >>> torch.equal(exact.encoder.weight, query[0].weight)
+            True
+        """
         mine, theirs = list(self.encoder.parameters()), list(encoder.parameters())
         if len(mine) != len(theirs) or any(a.shape != b.shape for a, b in zip(mine, theirs)):
             raise ValueError("encoder must have the architecture of the key encoder's copy")

@@ -95,7 +95,20 @@ class QuadletVideoNet(nn.Module):
         """Unit-norm embeddings ``[B, hidden_dim]`` from padded frame features ``[B, T, F]`` and lengths ``[B]``.
 
         Padding never reaches the LSTM (packed sequences): the embedding is the state after each
-        clip's own last frame.
+        clip's own last frame. ``features`` float, ``lengths`` integer in ``[1, T]`` (as :func:`pad_features`
+        returns them). Training feeds precomputed backbone features here; :meth:`forward` does the same from frames.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net = QuadletVideoNet(feature_dim=6, fc_dim=8, hidden_dim=4).eval()
+            >>> short, long = torch.randn(3, 6), torch.randn(5, 6)
+            >>> padded, lengths = pad_features([short, long])
+            >>> emb = net.embed_features(padded, lengths)
+            >>> emb.shape, lengths.tolist()
+            (torch.Size([2, 4]), [3, 5])
+            >>> last_state = net.lstm(net.fc(short)[None])[0][0, -1]  # unpadded clip through FC + LSTM
+            >>> torch.allclose(emb[0], F.normalize(last_state, dim=-1), atol=1e-6)  # padding left no trace
+            True
         """
         check_float_tensor(features, "features", ndim=3)
         if features.shape[-1] != self.feature_dim:
