@@ -73,7 +73,19 @@ class TemporalContextAggregator(nn.Module):
 
     @classmethod
     def preset(cls, name: str = "paper", **overrides: float | int) -> TemporalContextAggregator:
-        """A model with the sizes of ``TCA_PRESETS[name]`` ("paper" or "released"), fields overridable."""
+        """A model with the sizes of ``TCA_PRESETS[name]`` ("paper" or "released"), fields overridable.
+
+        "paper" is TCA §4.1 (d = 1024, 8 heads, 1 layer, feed-forward 2048, dropout 0.5); "released" differs only
+        in dropout 0.2. ``overrides`` are constructor keywords that replace preset fields (e.g. smaller sizes).
+
+        Examples:
+            >>> TCA_PRESETS["paper"]
+            {'d_model': 1024, 'nhead': 8, 'num_layers': 1, 'dim_feedforward': 2048, 'dropout': 0.5}
+            >>> model = TemporalContextAggregator.preset("released", d_model=16, nhead=2, dim_feedforward=32)
+            >>> layer = model.encoder.layers[0]
+            >>> model.d_model, layer.linear1.out_features, layer.dropout.p, len(model.encoder.layers)
+            (16, 32, 0.2, 1)
+        """
         if name not in TCA_PRESETS:
             raise ValueError(f"preset must be one of {sorted(TCA_PRESETS)}, got {name!r}")
         return cls(**{**TCA_PRESETS[name], **overrides})
