@@ -37,7 +37,16 @@ class VideoDataset(Dataset):
 
     @property
     def num_frames(self) -> Tensor:
-        """Length of every video, ``[N]`` int64."""
+        """Length of every video, ``[N]`` int64 (``T`` of each ``frames``), e.g. to sort or bucket by length.
+
+        Examples:
+            >>> data = VideoDataset(["a", "b"], [torch.zeros(3, 8, 8, 3, dtype=torch.uint8),
+            ...                                  torch.zeros(5, 8, 8, 3, dtype=torch.uint8)])
+            >>> data.num_frames
+            tensor([3, 5])
+            >>> torch.equal(collate_videos([data[0], data[1]])["valid"].sum(dim=1), data.num_frames)
+            True
+        """
         return torch.tensor([v.shape[0] for v in self.videos])
 
 

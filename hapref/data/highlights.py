@@ -42,6 +42,17 @@ class HighlightVideo:
 
     @property
     def cuts(self) -> list[int]:
+        """Frame indices where a new clip starts (every clip but the first): the ground truth of cut detection.
+
+        Examples:
+            >>> video = make_highlight_video(num_clips=3, clip_frames=(8, 9), critical_frames=4, size=16, seed=1)
+            >>> video.cuts == [start for start, _ in video.clips[1:]]
+            True
+            >>> is_cut = torch.zeros(video.frames.shape[0], dtype=torch.bool)  # per-frame target [T]
+            >>> is_cut[video.cuts] = True
+            >>> int(is_cut.sum()), bool(is_cut[0])
+            (2, False)
+        """
         return [start for start, _ in self.clips[1:]]
 
 

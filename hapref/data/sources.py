@@ -179,7 +179,23 @@ class CameraPath:
     @staticmethod
     def random(generator: torch.Generator, view: tuple[float, float] = (0.45, 0.9),
                max_angle: float = math.radians(12)) -> CameraPath:
-        """Sample a move: pan of up to ~a third of the photo, zoom within ``view``, a small rotation."""
+        """Sample a move: pan of up to ~a third of the photo, zoom within ``view``, a small rotation.
+
+        Args:
+            generator: the random source; the same seed gives the same path.
+            view: (min, max) view size, as a fraction of the photo's shorter side, at both ends.
+            max_angle: largest rotation in radians at either end (either sign).
+
+        Both ends keep the view inside the photo: ``|centre| <= 1 - view`` on each axis.
+
+        Examples:
+            >>> path = CameraPath.random(torch.Generator().manual_seed(0))
+            >>> path == CameraPath.random(torch.Generator().manual_seed(0))
+            True
+            >>> all(0.45 <= view <= 0.9 and abs(angle) <= math.radians(12) and max(abs(cx), abs(cy)) <= 1 - view
+            ...     for cx, cy, view, angle in (path.start, path.end))
+            True
+        """
         u = torch.rand(8, generator=generator, dtype=torch.float64).tolist()
         lo, hi = view
         v0, v1 = lo + (hi - lo) * u[0], lo + (hi - lo) * u[1]
@@ -190,7 +206,23 @@ class CameraPath:
         return CameraPath((c0[0], c0[1], v0, a0), (c1[0], c1[1], v1, a1))
 
     def thetas(self, num_frames: int, aspect: float) -> Tensor:
-        """Affine matrices ``[T, 2, 3]`` for ``F.affine_grid`` (``aspect`` = photo width / height)."""
+        """Affine matrices ``[T, 2, 3]`` for ``F.affine_grid`` (``aspect`` = photo width / height).
+
+        The state moves linearly from ``start`` to ``end`` over ``num_frames`` frames; frame t maps output
+        coordinates to the photo by ``[[kx·v·cos a, -kx·v·sin a, cx], [ky·v·sin a, ky·v·cos a, cy]]`` with
+        ``kx = min(1, 1/aspect)`` and ``ky = min(1, aspect)``, so the view stays square on a non-square
+        photo. float32.
+
+        Examples:
+            >>> path = CameraPath((0.0, 0.0, 1.0, 0.0), (0.5, 0.0, 0.5, 0.0))  # pan right while zooming in
+            >>> theta = path.thetas(3, aspect=1.0)
+            >>> theta.shape, torch.allclose(theta[0], torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+            (torch.Size([3, 2, 3]), True)
+            >>> torch.allclose(theta[1], torch.tensor([[0.75, 0.0, 0.25], [0.0, 0.75, 0.0]]))  # halfway
+            True
+            >>> path.thetas(1, aspect=2.0)[0, :, :2].diagonal().tolist()  # a wide photo: half its width
+            [0.5, 1.0]
+        """
         t = torch.linspace(0, 1, num_frames, dtype=torch.float64)[:, None]
         start, end = torch.tensor(self.start, dtype=torch.float64), torch.tensor(self.end, dtype=torch.float64)
         state = (1 - t) * start + t * end
