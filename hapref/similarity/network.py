@@ -264,14 +264,44 @@ class VideoSimilarityNetwork(nn.Module):
         self.comparator = VideoComparator() if comparator else None
 
     def index(self, features: Tensor) -> Tensor:
-        """Region features ``[N, T, R, D]`` ready for comparison (attention applied when enabled)."""
+        """Region features ``[N, T, R, D]`` ready for comparison (attention applied when enabled).
+
+        ``features`` float ``[N, T, R, D]``, or ``[N, T, D]`` frame descriptors (one region per frame: ``R = 1``).
+        Index a database once and reuse it with :meth:`frame_similarity` for every query.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net = VideoSimilarityNetwork(dims=8, attention=True)
+            >>> videos = torch.nn.functional.normalize(torch.randn(3, 6, 4, 8), dim=-1)
+            >>> indexed = net.index(videos)
+            >>> indexed.shape, torch.equal(indexed, net.attention(videos))  # regions re-weighted
+            (torch.Size([3, 6, 4, 8]), True)
+            >>> VideoSimilarityNetwork().index(torch.randn(3, 6, 8)).shape  # frame descriptors, no attention
+            torch.Size([3, 6, 1, 8])
+        """
         features = _as_regions(features, "features")
         return self.attention(features) if self.attention is not None else features
 
     @renamed_keywords(x_mask="x_valid", y_mask="y_valid")
     def frame_similarity(self, x: Tensor, y: Tensor, x_valid: Tensor | None = None,
                          y_valid: Tensor | None = None) -> Tensor:
-        """Frame-to-frame matrices ``[Nx, Ny, Tx, Ty]`` of indexed videos (spatial TopK-Chamfer, Eq. 3)."""
+        """Frame-to-frame matrices ``[Nx, Ny, Tx, Ty]`` of indexed videos (spatial TopK-Chamfer, Eq. 3).
+
+        ``x [Nx, Tx, R, D]`` and ``y [Ny, Ty, R', D]`` come from :meth:`index`; ``x_valid [Nx, Tx]`` /
+        ``y_valid [Ny, Ty]`` bool flags zero the pairs with a padded frame. Computed ``chunk_size`` video pairs at
+        a time (checkpointed under autograd), with the values of :func:`frame_to_frame` at rate ``spatial_k``.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net = VideoSimilarityNetwork(dims=8, attention=True, chunk_size=2)
+            >>> x = net.index(torch.nn.functional.normalize(torch.randn(3, 6, 4, 8), dim=-1))
+            >>> valid = torch.tensor([[True] * 6, [True] * 4 + [False] * 2, [True] * 6])
+            >>> f2f = net.frame_similarity(x, x, valid, valid)
+            >>> f2f.shape, torch.allclose(f2f, frame_to_frame(x, x, net.spatial_k, valid, valid))
+            (torch.Size([3, 3, 6, 6]), True)
+            >>> f2f[1, 0, 4:].abs().sum().item(), f2f[0, 1, :, 4:].abs().sum().item()  # padded frames of video 1
+            (0.0, 0.0)
+        """
         step = max(1, self.chunk_size // max(y.shape[0], 1))
         blocks = []
         for i in range(0, x.shape[0], step):
@@ -284,7 +314,29 @@ class VideoSimilarityNetwork(nn.Module):
 
     @renamed_keywords(mask="valid")
     def video_similarity(self, frame_sims: Tensor, valid: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """Video similarity ``[...]`` and regulariser from frame matrices ``[..., Tx, Ty]`` (Eq. 4–5)."""
+        """Video similarity ``[...]`` and regulariser from frame matrices ``[..., Tx, Ty]`` (Eq. 4–5).
+
+        ``frame_sims`` float (e.g. from :meth:`frame_similarity`), ``valid`` bool broadcastable to it (False =
+        a pair with a padded frame). ψ (Eq. 4) refines the matrices, then temporal TopK-Chamfer at rate
+        ``temporal_k`` (Eq. 5) gives scores in [0, 1]; the regulariser (0-d) penalises ψ's raw output outside
+        [−1, 1]. Without ψ (``comparator=False``) the regulariser is 0.
+
+        Examples:
+            >>> _ = torch.manual_seed(0)
+            >>> net = VideoSimilarityNetwork(dims=8, attention=True)
+            >>> videos = torch.nn.functional.normalize(torch.randn(3, 6, 4, 8), dim=-1)
+            >>> x = net.index(videos)
+            >>> sim, reg = net.video_similarity(net.frame_similarity(x, x))
+            >>> sim.shape, reg.shape
+            (torch.Size([3, 3]), torch.Size([]))
+            >>> video_sim, _, train_reg = net(videos)  # the training forward is these three steps
+            >>> torch.allclose(sim, video_sim), torch.allclose(reg, train_reg)
+            (True, True)
+            >>> plain = VideoSimilarityNetwork(comparator=False, temporal_k=0.0)  # no ψ, rate 0: Chamfer
+            >>> frame_sims = torch.rand(2, 5, 7)
+            >>> torch.allclose(plain.video_similarity(frame_sims)[0], frame_sims.amax(-1).mean(-1))
+            True
+        """
         check_float_tensor(frame_sims, "frame_sims", ndim=None)
         return self._video_similarity(frame_sims, valid)
 
