@@ -242,13 +242,36 @@ class CopyBenchmark:
         self.train = TrainClips(config, [s for s in _scenes() if s not in query_scenes])
 
     def relevance(self, task: str = "DSVR") -> Tensor:
-        """Bool relevance ``[Q, N]`` for ``task`` in ``ND``, ``DSVR`` (ND+DS) or ``CSVR`` (ND+DS+CS), FIVR-style."""
+        """Bool relevance ``[Q, N]`` for ``task`` in ``ND``, ``DSVR`` (ND+DS) or ``CSVR`` (ND+DS+CS), FIVR-style.
+
+        ``levels >= TASKS[task]``: True where database video j counts as relevant to query i; the tasks are
+        nested (ND ⊆ DSVR ⊆ CSVR). This is the ground truth the retrieval metrics take.
+
+        Examples:
+            >>> bench = build_copy_benchmark("smoke", cache=False, num_query_scenes=1, copies_per_query=4,
+            ...                              num_distractors=1, frame_size=32)
+            >>> {task: int(bench.relevance(task).sum()) for task in ("ND", "DSVR", "CSVR")}  # 3 ND + 1 DS + 1 CS
+            {'ND': 3, 'DSVR': 4, 'CSVR': 5}
+            >>> nd, dsvr, csvr = (bench.relevance(t) for t in ("ND", "DSVR", "CSVR"))
+            >>> bool((nd <= dsvr).all() and (dsvr <= csvr).all()), csvr.shape
+            (True, torch.Size([1, 6]))
+        """
         if task not in TASKS:
             raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
         return self.levels >= TASKS[task]
 
     def video(self, video_id: str) -> Tensor:
-        """Frames of a query or database video by id."""
+        """Frames of a query or database video by id: uint8 ``[T, S, S, 3]`` (ValueError for an unknown id).
+
+        Examples:
+            >>> bench = build_copy_benchmark("smoke", cache=False, num_query_scenes=1, copies_per_query=4,
+            ...                              num_distractors=1, frame_size=32)
+            >>> torch.equal(bench.video("q000"), bench.queries[0]["frames"])
+            True
+            >>> copy = bench.database.ids[0]
+            >>> torch.equal(bench.video(copy), bench.database[0]["frames"]), bench.video(copy).dtype
+            (True, torch.uint8)
+        """
         for ds in (self.queries, self.database):
             if video_id in ds.ids:
                 return ds.videos[ds.ids.index(video_id)]
@@ -258,6 +281,16 @@ class CopyBenchmark:
         """Bool ``[N_db]``: database videos edited by family ``name`` or by transformation ``name``.
 
         Combine with :meth:`relevance` for per-family analysis, e.g. ``relevance("DSVR") & edited_with("codec")``.
+
+        Examples:
+            >>> bench = build_copy_benchmark("smoke", cache=False, num_query_scenes=1, copies_per_query=4,
+            ...                              num_distractors=1, frame_size=32)
+            >>> [v for v, hit in zip(bench.database.ids, bench.edited_with("h264_reencode")) if hit]
+            ['q000_copy02', 'q000_copy03']
+            >>> [v for v, hit in zip(bench.database.ids, bench.edited_with("codec")) if hit]  # the family only
+            ['q000_copy02']
+            >>> int((bench.relevance("DSVR") & bench.edited_with("h264_reencode")).sum())  # relevant, re-encoded
+            2
         """
         known = {*COPY_FAMILIES, *transforms.TRANSFORMS}
         if name not in known:
@@ -267,7 +300,18 @@ class CopyBenchmark:
         return torch.tensor(hit, dtype=torch.bool)
 
     def fingerprint(self) -> str:
-        """SHA-256 over every stored byte (frames, levels, metadata): equal fingerprints = identical benchmarks."""
+        """SHA-256 over every stored byte (frames, levels, metadata): equal fingerprints = identical benchmarks.
+
+        Returns a 64-character hex string; use it to check that generation is reproducible or that a cached
+        file holds the benchmark you expect.
+
+        Examples:
+            >>> def make(seed):
+            ...     return build_copy_benchmark("smoke", seed=seed, cache=False, num_query_scenes=1, copies_per_query=1,
+            ...                                 num_distractors=1, frame_size=32)
+            >>> make(0).fingerprint() == make(0).fingerprint(), make(0).fingerprint() == make(1).fingerprint()
+            (True, False)
+        """
         h = hashlib.sha256()
         for vid, frames in [*zip(self.queries.ids, self.queries.videos), *zip(self.database.ids, self.database.videos)]:
             h.update(vid.encode())
@@ -291,7 +335,20 @@ class CopyBenchmark:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> CopyBenchmark:
-        """Load a cached benchmark; ValueError if it was written by another data-format version."""
+        """Load a cached benchmark; ValueError if it was written by another data-format version.
+
+        ``path`` is a file written by :func:`build_copy_benchmark` (``bench.path``); it is read with
+        ``torch.load(..., weights_only=True)``.
+
+        Examples:
+            >>> import tempfile
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     bench = build_copy_benchmark("smoke", root=tmp, num_query_scenes=1, copies_per_query=1,
+            ...                                  num_distractors=1, frame_size=32)  # generated, then cached
+            ...     loaded = CopyBenchmark.load(bench.path)
+            >>> loaded.fingerprint() == bench.fingerprint(), loaded.database.ids == bench.database.ids
+            (True, True)
+        """
         payload = torch.load(path, weights_only=True)
         if payload.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"path {path} holds format version {payload.get('format_version')}, "
