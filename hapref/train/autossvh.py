@@ -231,22 +231,73 @@ class AutoSSVHTask:
         return AutoSSVHNet(**self.model_spec()["kwargs"])
 
     def run_settings(self) -> dict:
-        """Every resolved setting of the run (recorded in ``config.json``)."""
+        """Every resolved setting of the run (recorded in ``config.json``): the profile dict and the loss name.
+
+        Examples:
+            >>> settings = AutoSSVHTask("smoke", "random_mask").run_settings()
+            >>> settings["loss"], settings["profile"]["nbits"], settings["profile"]["drop_ratio"]
+            ('random_mask', 16, 0.5)
+        """
         return {"profile": self.settings, "loss": self.loss_name}
 
     def model_spec(self) -> dict:
-        """The model's constructor and arguments (:func:`hapref.train.load_run`)."""
+        """The model's constructor and arguments (:func:`hapref.train.load_run`).
+
+        Examples:
+            Rebuild the hashing network from the spec alone, as :func:`hapref.train.load_run` does:
+
+            >>> import importlib
+            >>> task = AutoSSVHTask("smoke", "autossvh")
+            >>> spec = task.model_spec()
+            >>> spec["kwargs"]
+            {'feature_dim': 128, 'nbits': 16, 'frames': 6, 'preset': 'mini'}
+            >>> module, name = spec["factory"].split(":")
+            >>> net = getattr(importlib.import_module(module), name)(**spec["kwargs"])
+            >>> net.encode(task.test_x).shape          # [test videos, nbits] codes in {±1}
+            torch.Size([8, 16])
+        """
         s = self.settings
         return {"factory": "hapref.models.autossvh:AutoSSVHNet",
                 "kwargs": {"feature_dim": int(self.train_x.shape[-1]), "nbits": s["nbits"], "frames": s["frames"],
                            "preset": s["preset"]}}
 
     def state_dict(self) -> dict:
-        """The P2Set clusterings of the last re-clustering (saved with checkpoints so resume is exact)."""
+        """The P2Set clusterings of the last re-clustering (saved with checkpoints so resume is exact).
+
+        ``{"clusters": [[assignments int64 [N], voted centres float [C, K] in {±1}], ...]}``, one pair per
+        cluster count of the profile; empty before the first re-clustering.
+
+        Examples:
+            >>> task = AutoSSVHTask("smoke", "autossvh")
+            >>> _ = torch.manual_seed(0)
+            >>> model = task.build_model()
+            >>> task.state_dict()
+            {'clusters': []}
+            >>> task.recluster(model)
+            >>> [(tuple(a.shape), tuple(c.shape)) for a, c in task.state_dict()["clusters"]]
+            [((16,), (4, 16))]
+        """
         return {"clusters": [[assigned, centres] for assigned, centres in self.clusters]}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore what :meth:`state_dict` returned."""
+        """Restore what :meth:`state_dict` returned.
+
+        Examples:
+            The clusterings survive a checkpoint file (``weights_only`` loading), so a resumed run keeps its
+            P2Set targets:
+
+            >>> import tempfile, pathlib
+            >>> task = AutoSSVHTask("smoke", "autossvh")
+            >>> _ = torch.manual_seed(0)
+            >>> task.recluster(task.build_model())
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     torch.save(task.state_dict(), pathlib.Path(tmp) / "task.pt")
+            ...     state = torch.load(pathlib.Path(tmp) / "task.pt", weights_only=True)
+            >>> resumed = AutoSSVHTask("smoke", "autossvh")
+            >>> resumed.load_state_dict(state)
+            >>> all(torch.equal(a, b) and torch.equal(c, d) for (a, c), (b, d) in zip(task.clusters, resumed.clusters))
+            True
+        """
         self.clusters = [(assigned, centres) for assigned, centres in state["clusters"]]
 
     def batch(self, step: int, device: torch.device) -> tuple[int, Tensor, Tensor, Tensor, Tensor]:
@@ -260,6 +311,21 @@ class AutoSSVHTask:
         """k-means over the binary codes of the whole training set, then voted centres (Eq. 10–12).
 
         Under torchrun each rank encodes its share of the set and every rank clusters the codes of all ranks.
+        Fills ``self.clusters`` with one ``(assignments int64 [N], centres [C, K] in {±1})`` pair per cluster count
+        ``C`` of the profile; :meth:`loss` calls it after the warm-up and then every ``every`` steps.
+
+        Examples:
+            >>> from hapref.losses.autossvh import component_vote
+            >>> task = AutoSSVHTask("smoke", "autossvh")
+            >>> _ = torch.manual_seed(0)
+            >>> model = task.build_model()
+            >>> task.recluster(model)
+            >>> (assigned, centres), = task.clusters              # the smoke profile has one cluster count, 4
+            >>> assigned.shape, centres.shape
+            (torch.Size([16]), torch.Size([4, 16]))
+            >>> codes = model.encode(task.train_x)                # the centres are the bitwise majority vote
+            >>> torch.equal(centres, component_vote(codes, assigned, 4))
+            True
         """
         device = next(model.parameters()).device
         codes = gather_rows(lambda rows: model.encode(self.train_x[rows].to(device)), len(self.train_x))
@@ -296,7 +362,25 @@ class AutoSSVHTask:
 
     def views(self, model: AutoSSVHNet, batch: tuple[int, Tensor, Tensor, Tensor, Tensor]) -> list[tuple[Tensor | None,
                                                                                                      Tensor]]:
-        """The two training views of ``batch``: (kept tokens or None, dropped indices [B, M]) each."""
+        """The two training views of ``batch``: (kept tokens or None, dropped indices [B, M]) each.
+
+        With the learned sampler (``autossvh*`` losses) each view drops the ``M`` frames the Grade-Net picks
+        (Gumbel top-M, AutoSSVH Eq. 2–5) and also returns the kept tokens ``[B, T-M, dim]``; the random
+        baselines return ``None`` and the batch's own random masks.
+
+        Examples:
+            >>> task = AutoSSVHTask("smoke", "autossvh")            # 6 frames, half of them dropped
+            >>> _ = torch.manual_seed(0)
+            >>> model = task.build_model()
+            >>> batch = task.batch(0, torch.device("cpu"))
+            >>> [(tuple(kept.shape), tuple(drop.shape)) for kept, drop in task.views(model, batch)]
+            [((16, 3, 64), (16, 3)), ((16, 3, 64), (16, 3))]
+            >>> random = AutoSSVHTask("smoke", "random_mask")
+            >>> batch = random.batch(0, torch.device("cpu"))
+            >>> (kept, drop), _ = random.views(model, batch)
+            >>> kept is None, torch.equal(drop, batch[3])
+            (True, True)
+        """
         step, _, x, drop1, drop2 = batch
         if not self.learned:
             return [(None, drop1), (None, drop2)]
@@ -309,7 +393,19 @@ class AutoSSVHTask:
         return out
 
     def codes(self, model: AutoSSVHNet) -> tuple[Tensor, Tensor]:
-        """Binary (database = train, query = test) codes with all frames visible."""
+        """Binary (database = train, query = test) codes with all frames visible: float ``[N_train, nbits]`` and
+        ``[N_test, nbits]`` in {±1} on the CPU (AutoSSVH Eq. 7), the inputs of :func:`hashing_metrics`.
+
+        Examples:
+            >>> task = AutoSSVHTask("smoke", "autossvh")
+            >>> _ = torch.manual_seed(0)
+            >>> model = task.build_model()
+            >>> database, query = task.codes(model)
+            >>> database.shape, query.shape, database.unique().tolist()
+            (torch.Size([16, 16]), torch.Size([8, 16]), [-1.0, 1.0])
+            >>> hashing_metrics(query, database, task.test_labels, task.train_labels) == task.evaluate(model)
+            True
+        """
         device = next(model.parameters()).device
         return model.encode(self.train_x.to(device)).cpu(), model.encode(self.test_x.to(device)).cpu()
 

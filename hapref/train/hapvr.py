@@ -196,7 +196,22 @@ class FrameEncoder:
         return pool_layers(maps, "l3imac").cpu(), maps[-1].mean(dim=(-2, -1)).cpu()
 
     def batch(self, clips: Tensor, frames: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
-        """Regions ``[2B, T, R, D]``, teacher ``[2B, T, C]`` and labels ``[2B, 2B]`` of a fresh S2VS batch."""
+        """Regions ``[2B, T, R, D]``, teacher ``[2B, T, C]`` and labels ``[2B, 2B]`` of a fresh S2VS batch.
+
+        ``clips`` uint8 ``[B, T', H, W, 3]``; rows ``0..B-1`` are the weak views, ``B..2B-1`` the strong ones
+        (:func:`hapref.data.views.s2vs_batch`), all ``frames`` long.
+
+        Examples:
+            >>> from dataclasses import replace
+            >>> encode = FrameEncoder(replace(PROFILES["smoke"], backbone="small-cnn"), image_size=32)
+            >>> g = torch.Generator().manual_seed(0)
+            >>> clips = torch.randint(0, 256, (2, 6, 32, 32, 3), dtype=torch.uint8, generator=g)
+            >>> regions, teacher, labels = encode.batch(clips, 4, g)
+            >>> regions.shape, teacher.shape, labels.shape
+            (torch.Size([4, 4, 9, 240]), torch.Size([4, 4, 128]), torch.Size([4, 4]))
+            >>> bool(labels.diagonal().all()), bool(labels[0, 2] and labels[1, 3])   # weak_i <-> strong_i relevant
+            (True, True)
+        """
         weak, strong, labels = s2vs_batch(clips, frames, generator)
         views = torch.cat([weak, strong])
         regions, teacher = self(views.flatten(0, 1))
@@ -360,17 +375,50 @@ class HAPVRTask:
         return build_hapvr_network(**self.model_spec()["kwargs"])
 
     def run_settings(self) -> dict[str, Any]:
-        """Every resolved setting of the run (recorded in ``config.json``)."""
+        """Every resolved setting of the run (recorded in ``config.json``): profile and variant as plain dicts.
+
+        Examples:
+            >>> settings = HAPVRTask("smoke").run_settings()
+            >>> settings["variant"]["video_loss"], settings["variant"]["temporal_k"], settings["profile"]["steps"]
+            ('quadlinear_ap', 0.03, 10)
+        """
         return {"profile": asdict(self.profile), "variant": asdict(self.variant)}
 
     def model_spec(self) -> dict[str, Any]:
-        """The model's constructor and arguments and its inputs' preprocessing (:func:`hapref.train.load_run`)."""
+        """The model's constructor and arguments and its inputs' preprocessing (:func:`hapref.train.load_run`).
+
+        Examples:
+            Rebuild the network from the spec alone, as :func:`hapref.train.load_run` does:
+
+            >>> import importlib
+            >>> task = HAPVRTask("smoke")
+            >>> spec = task.model_spec()
+            >>> spec["kwargs"], spec["preprocess"]
+            ({'dims': 32, 'temporal_k': 0.03}, {'whitening': 'hapref.features.whitening:PCAWhitening'})
+            >>> module, name = spec["factory"].split(":")
+            >>> net = getattr(importlib.import_module(module), name)(**spec["kwargs"])
+            >>> d = task.data
+            >>> net.score(d.queries, d.database, d.query_valid, d.database_valid).shape
+            torch.Size([3, 21])
+        """
         return {"factory": "hapref.models.hapvr:build_hapvr_network",
                 "kwargs": {"dims": int(self.data.train.shape[-1]), "temporal_k": self.variant.temporal_k},
                 "preprocess": {"whitening": "hapref.features.whitening:PCAWhitening"}}
 
     def preprocess(self) -> dict[str, nn.Module]:
-        """The PCA whitening fit on the training views: apply it to L3-iMAC regions of new videos."""
+        """The PCA whitening fit on the training views: apply it to L3-iMAC regions of new videos.
+
+        ``{"whitening": PCAWhitening}`` mapping float regions ``[..., D]`` (``D`` of the backbone's L3-iMAC) to
+        ``[..., whiten_dim]``, the model's input size; saved with the checkpoint and rebuilt by
+        :func:`hapref.train.load_run`.
+
+        Examples:
+            >>> task = HAPVRTask("smoke")
+            >>> whitening = task.preprocess()["whitening"]
+            >>> regions = torch.randn(5, 9, whitening.in_dim)     # [T, R, D] regions of a new video's frames
+            >>> whitening(regions).shape[-1] == whitening.out_dim == task.model_spec()["kwargs"]["dims"]
+            True
+        """
         return {"whitening": PCAWhitening(**self.data.whitening)}
 
     def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
@@ -409,7 +457,20 @@ class HAPVRTask:
         return self.objective(video_sim.float(), batch["relevance"], reg.float(), frame_sims.float(), teacher)
 
     def scores(self, model: VideoSimilarityNetwork) -> Tensor:
-        """Query × database similarities ``[Q, M]`` on the model's device."""
+        """Query × database similarities ``[Q, M]`` on the model's device (HAP-VR Eq. 3–5: region, frame and
+        video levels), the scores :meth:`evaluate` ranks against the DSVR relevance ``[Q, M]``.
+
+        Examples:
+            >>> from hapref.metrics import map_and_micro_ap
+            >>> task = HAPVRTask("smoke")
+            >>> _ = torch.manual_seed(0)
+            >>> model = task.build_model()
+            >>> scores = task.scores(model)
+            >>> scores.shape == task.data.relevance.shape
+            True
+            >>> map_and_micro_ap(scores.float(), task.data.relevance) == task.evaluate(model)
+            True
+        """
         device = next(model.parameters()).device
         d = self.data
         return model.score(d.queries.to(device), d.database.to(device), d.query_valid.to(device),

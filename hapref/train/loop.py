@@ -99,7 +99,14 @@ class TrainConfig:
             raise ValueError(f"checkpoint_minutes must be > 0, got {self.checkpoint_minutes}")
 
     def checkpoint_interval(self) -> int:
-        """Steps between periodic checkpoints (``checkpoint_every``, or a tenth of the run)."""
+        """Steps between periodic checkpoints (``checkpoint_every``, or a tenth of the run, at least 1).
+
+        Examples:
+            >>> TrainConfig(steps=250).checkpoint_interval(), TrainConfig(steps=5).checkpoint_interval()
+            (25, 1)
+            >>> TrainConfig(steps=250, checkpoint_every=7).checkpoint_interval()
+            7
+        """
         return self.checkpoint_every or max(1, self.steps // 10)
 
 

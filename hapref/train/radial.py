@@ -158,12 +158,32 @@ class RadialTask:
         return QuadletVideoNet(**self.model_spec()["kwargs"])
 
     def run_settings(self) -> dict:
-        """Every resolved setting of the run (recorded in ``config.json``)."""
+        """Every resolved setting of the run (recorded in ``config.json``): the profile dict and the loss name.
+
+        Examples:
+            >>> settings = RadialTask("smoke", "triplet").run_settings()
+            >>> settings["loss"], settings["profile"]["batch"], settings["profile"]["backbone"]["name"]
+            ('triplet', 8, 'small-cnn')
+        """
         return {"profile": self.settings, "loss": self.loss_name}
 
     def model_spec(self) -> dict:
         """The model's constructor and arguments (:func:`hapref.train.load_run`); inputs are frame features of the
-        profile's ``backbone``."""
+        profile's ``backbone``.
+
+        Examples:
+            Rebuild the FC + LSTM head from the spec alone, as :func:`hapref.train.load_run` does:
+
+            >>> import importlib
+            >>> task = RadialTask("smoke", "radial")
+            >>> spec = task.model_spec()
+            >>> spec["kwargs"]
+            {'feature_dim': 128, 'fc_dim': 64, 'hidden_dim': 32}
+            >>> module, name = spec["factory"].split(":")
+            >>> net = getattr(importlib.import_module(module), name)(**spec["kwargs"])
+            >>> net.embed_features(task.test_split.features, task.test_split.lengths).shape
+            torch.Size([8, 32])
+        """
         return {"factory": "hapref.models.radial:QuadletVideoNet",
                 "kwargs": {"feature_dim": int(self.train_split.features.shape[-1]),
                            "fc_dim": self.settings["fc_dim"], "hidden_dim": self.settings["hidden_dim"]}}
@@ -181,6 +201,21 @@ class RadialTask:
         return {"loss": self.criterion(*members)}
 
     def embed(self, model: nn.Module, split: FeatureSplit) -> Tensor:
+        """Unit-norm float embeddings ``[N, hidden_dim]`` of every video of ``split`` (the LSTM state after each
+        video's own last frame), the inputs of :func:`order_metrics`.
+
+        Examples:
+            >>> task = RadialTask("smoke", "radial")
+            >>> _ = torch.manual_seed(0)
+            >>> model = task.build_model().eval()
+            >>> emb = task.embed(model, task.test_split)
+            >>> emb.shape, torch.allclose(emb.norm(dim=1), torch.ones(8))
+            (torch.Size([8, 32]), True)
+            >>> split, i = task.test_split, 0          # padding frames do not change a video's embedding
+            >>> alone = model.embed_features(split.features[i:i + 1, :int(split.lengths[i])], split.lengths[i:i + 1])
+            >>> torch.allclose(alone[0], emb[i], atol=1e-6)
+            True
+        """
         device = next(model.parameters()).device
         return model.embed_features(split.features.to(device), split.lengths).float()
 

@@ -356,7 +356,18 @@ class AggregatorWithBank(nn.Module):
 
     @torch.no_grad()
     def keys(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
-        """Key descriptors ``[N, D]`` without gradient: the momentum encoder's if there is one."""
+        """Key descriptors ``[N, D]`` without gradient: the momentum encoder's if there is one.
+
+        ``features [N, T, D]`` float with ``valid [N, T]`` bool (True = real frame); keys of positives and
+        distractors fill the memory bank (TCA §3.4).
+
+        Examples:
+            >>> model = build_model(16, 4, 32, 0.5, bank_size=8).eval()     # momentum 0: the aggregator itself
+            >>> x = torch.randn(2, 5, 16)
+            >>> keys = model.keys(x)
+            >>> keys.shape, keys.requires_grad, torch.allclose(keys, model(x))
+            (torch.Size([2, 16]), False, True)
+        """
         return (self.key_encoder or self.aggregator)(features, valid)
 
     @renamed_keywords(mask="valid")
@@ -372,6 +383,16 @@ class AggregatorWithBank(nn.Module):
 
     @renamed_keywords(mask="valid")
     def frame_embeddings(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Refined, L2-normalised frame descriptors ``[N, T, D]`` of ``features [N, T, D]`` (TCA_f, the input of
+        the Chamfer scores of TCA Eq. 8–9); padded frames (``valid`` False) are zero.
+
+        Examples:
+            >>> model = build_model(16, 4, 32, 0.5, bank_size=8).eval()
+            >>> valid = torch.tensor([[True] * 5, [True, True, True, False, False]])
+            >>> frames = model.frame_embeddings(torch.randn(2, 5, 16), valid)
+            >>> frames.shape, torch.allclose(frames[0].norm(dim=-1), torch.ones(5)), bool(frames[1, 3:].eq(0).all())
+            (torch.Size([2, 5, 16]), True, True)
+        """
         return self.aggregator.frame_embeddings(features, valid)
 
 
@@ -414,11 +435,31 @@ class TCATask:
         return build_model(**self.model_spec()["kwargs"])
 
     def run_settings(self) -> dict[str, Any]:
-        """Every resolved setting of the run (recorded in ``config.json``)."""
+        """Every resolved setting of the run (recorded in ``config.json``): profile, variant and the bank size used.
+
+        Examples:
+            >>> settings = TCATask("smoke", Variant(loss="infonce")).run_settings()
+            >>> settings["variant"]["loss"], settings["variant"]["bank_size"], settings["bank_size"]  # None: profile's
+            ('infonce', None, 16)
+        """
         return {"profile": asdict(self.profile), "variant": asdict(self.variant), "bank_size": self.bank_size}
 
     def model_spec(self) -> dict[str, Any]:
-        """The model's constructor and arguments and its inputs' preprocessing (:func:`hapref.train.load_run`)."""
+        """The model's constructor and arguments and its inputs' preprocessing (:func:`hapref.train.load_run`).
+
+        Examples:
+            Rebuild the aggregator (and its memory bank) from the spec alone, as :func:`hapref.train.load_run` does:
+
+            >>> import importlib
+            >>> task = TCATask("smoke")
+            >>> spec = task.model_spec()
+            >>> spec["factory"], spec["kwargs"]["dim"], spec["kwargs"]["bank_size"]
+            ('hapref.train.tca:build_model', 32, 16)
+            >>> module, name = spec["factory"].split(":")
+            >>> net = getattr(importlib.import_module(module), name)(**spec["kwargs"]).eval()
+            >>> net(task.data.queries, task.data.query_valid).shape
+            torch.Size([3, 32])
+        """
         p, v = self.profile, self.variant
         return {"factory": "hapref.train.tca:build_model",
                 "kwargs": {"dim": int(self.data.train.shape[-1]), "nhead": p.nhead,
@@ -427,7 +468,19 @@ class TCATask:
                 "preprocess": {"whitening": "hapref.features.whitening:PCAWhitening"}}
 
     def preprocess(self) -> dict[str, nn.Module]:
-        """The PCA whitening fit on the training views: apply it to the frame descriptors of new videos."""
+        """The PCA whitening fit on the training views: apply it to the frame descriptors of new videos.
+
+        ``{"whitening": PCAWhitening}`` mapping float descriptors ``[..., D]`` (the backbone's L3-iRMAC or iMAC) to
+        ``[..., whiten_dim]``, the model's input size; saved with the checkpoint and rebuilt by
+        :func:`hapref.train.load_run`.
+
+        Examples:
+            >>> task = TCATask("smoke")
+            >>> whitening = task.preprocess()["whitening"]
+            >>> frames = torch.randn(7, whitening.in_dim)     # [T, D] descriptors of a new video
+            >>> whitening(frames).shape[-1] == whitening.out_dim == task.model_spec()["kwargs"]["dim"]
+            True
+        """
         return {"whitening": PCAWhitening(**self.data.whitening)}
 
     def batch(self, step: int, device: torch.device) -> dict[str, Tensor]:
@@ -469,7 +522,22 @@ class TCATask:
     def scores(self, model: AggregatorWithBank | TemporalContextAggregator) -> dict[str, Tensor]:
         """Query × database scores ``[Q, M]`` of TCA_c, TCA_f and TCA_sym (on the CPU).
 
-        TCA_f and TCA_sym only for aggregators with frame outputs (not NetVLAD).
+        TCA_f and TCA_sym only for aggregators with frame outputs (not NetVLAD). ``"c"`` is the dot product of the unit
+        video descriptors (TCA Eq. 10), ``"f"`` and ``"sym"`` the Chamfer and symmetric Chamfer of the frame
+        embeddings (Eq. 8 and 9).
+
+        Examples:
+            >>> task = TCATask("smoke")
+            >>> _ = torch.manual_seed(0)
+            >>> model = task.build_model().eval()
+            >>> scores = task.scores(model)
+            >>> {name: tuple(s.shape) for name, s in scores.items()}
+            {'c': (3, 21), 'f': (3, 21), 'sym': (3, 21)}
+            >>> d = task.data
+            >>> q = model.frame_embeddings(d.queries, d.query_valid)
+            >>> b = model.frame_embeddings(d.database, d.database_valid)
+            >>> torch.allclose(scores["f"], frame_scores(q, b, d.query_valid, d.database_valid, "chamfer"), atol=1e-6)
+            True
         """
         device = next(model.parameters()).device
         d = self.data
