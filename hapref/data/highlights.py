@@ -42,7 +42,7 @@ class HighlightVideo:
 
     @property
     def cuts(self) -> list[int]:
-        """Frame indices where a new clip starts (every clip but the first): the ground truth of cut detection.
+        """The frame indices where a new clip starts, every clip but the first (the ground truth of cut detection).
 
         Examples:
             >>> video = make_highlight_video(num_clips=3, clip_frames=(8, 9), critical_frames=4, size=16, seed=1)

@@ -204,8 +204,8 @@ class RadialLoss(_TupleLoss):
         """``(L_radial, L_triplet)``, each ``[B]``, of quadlet embeddings ``[B, D]``, Radial Eq. 8 and Eq. 12.
 
         ``L_radial = [(cR)^2 - ||n - X_G||^2]_+`` with the centroid ``X_G`` and radius ``R`` of
-        :func:`radial_centroid_and_radius`; ``L_triplet = [m + d(q,p) - d(q,i)]_+``. Unreduced; float32 for
-        half-precision input.
+        ``hapref.losses.radial.radial_centroid_and_radius``; ``L_triplet = [m + d(q,p) - d(q,i)]_+``. Unreduced;
+        float32 for half-precision input.
 
         Examples:
             >>> q, p, i = torch.zeros(2, 1), torch.zeros(2, 1), torch.full((2, 1), 3.0)  # X_G = 1, R = 2

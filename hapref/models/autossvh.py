@@ -320,7 +320,7 @@ class AutoSSVHNet(nn.Module):
 
     def frame_codes(self, tokens: Tensor) -> Tensor:
         """Continuous per-frame codes ``H = tanh(Z)`` ``[B, T', nbits]`` ∈ (−1, 1) of (kept) tokens ``[B, T', dim]``
-        (Eq. 6); the video code is the sign of their mean over frames (:func:`hash_codes`, Eq. 7).
+        (Eq. 6); the video code is the sign of their mean over frames (``hapref.models.autossvh.hash_codes``, Eq. 7).
 
         Examples:
             >>> _ = torch.manual_seed(0)

@@ -95,8 +95,8 @@ class QuadletVideoNet(nn.Module):
         """Unit-norm embeddings ``[B, hidden_dim]`` from padded frame features ``[B, T, F]`` and lengths ``[B]``.
 
         Padding never reaches the LSTM (packed sequences): the embedding is the state after each
-        clip's own last frame. ``features`` float, ``lengths`` integer in ``[1, T]`` (as :func:`pad_features`
-        returns them). Training feeds precomputed backbone features here; :meth:`forward` does the same from frames.
+        clip's own last frame. ``features`` float, ``lengths`` integer in ``[1, T]`` (as
+        ``hapref.models.radial.pad_features`` returns them). Training feeds precomputed backbone features here; :meth:`forward` does the same from frames.
 
         Examples:
             >>> _ = torch.manual_seed(0)
