@@ -11,8 +11,6 @@ untimed run; allocator slack not included).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
@@ -22,6 +20,7 @@ from pytorch_metric_learning.losses import SmoothAPLoss
 
 from hapref.losses import QuadLinearAP, SmoothAP, quad_linear, sigmoid_step
 from hapref.similarity import pairwise_cosine
+from measure import seconds
 
 TAU, DELTA, P = 0.01, 0.05, 0.1
 DIM = 128
@@ -93,17 +92,7 @@ def run_once(fn: Callable[[torch.Tensor], torch.Tensor], emb: torch.Tensor) -> f
 
 
 def time_it(fn: Callable[[torch.Tensor], torch.Tensor], emb: torch.Tensor, repeats: int) -> tuple[float, float]:
-    value = run_once(fn, emb)  # warm-up
-    times = []
-    for _ in range(repeats):
-        if emb.is_cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        run_once(fn, emb)
-        if emb.is_cuda:
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), value
+    return seconds(lambda: run_once(fn, emb), emb.device, repeats), run_once(fn, emb)
 
 
 class PeakTensorMemory(TorchDispatchMode):
@@ -167,17 +156,17 @@ def main() -> None:
             if name.startswith("naive") and n > args.naive_max:
                 continue
             fn = methods(labels)[name]
-            seconds, value = time_it(fn, emb, 1 if name.startswith("naive") else args.repeats)
-            results[name] = (seconds, value, peak_mib(fn, emb) if measures_memory(name, args.device) else float("nan"))
-        for name, (seconds, value, peak) in results.items():
+            elapsed, value = time_it(fn, emb, 1 if name.startswith("naive") else args.repeats)
+            results[name] = (elapsed, value, peak_mib(fn, emb) if measures_memory(name, args.device) else float("nan"))
+        for name, (elapsed, value, peak) in results.items():
             ratio = ""
             if name == "hapref SmoothAP":
-                ratio = f"{results['PML SmoothAPLoss'][0] / seconds:.1f}x faster than PML"
+                ratio = f"{results['PML SmoothAPLoss'][0] / elapsed:.1f}x faster than PML"
                 if "naive SmoothAP" in results:
-                    ratio += f", {results['naive SmoothAP'][0] / seconds:.0f}x than naive"
+                    ratio += f", {results['naive SmoothAP'][0] / elapsed:.0f}x than naive"
             if name == "hapref QuadLinearAP" and "naive QuadLinearAP" in results:
-                ratio = f"{results['naive QuadLinearAP'][0] / seconds:.0f}x faster than naive"
-            print(f"{n:>4}  {name:<20} {seconds * 1e3:>10.2f} {peak:>9.1f} {value:>9.5f}  {ratio}")
+                ratio = f"{results['naive QuadLinearAP'][0] / elapsed:.0f}x faster than naive"
+            print(f"{n:>4}  {name:<20} {elapsed * 1e3:>10.2f} {peak:>9.1f} {value:>9.5f}  {ratio}")
         gap = abs(results["hapref SmoothAP"][1] - results["PML SmoothAPLoss"][1])
         print(f"{n:>4}  |hapref SmoothAP - PML| = {gap:.2e}\n")
 

@@ -14,24 +14,14 @@ than float32.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
 import torch
 
 from hapref.metrics import hamming_map_at_n, map_at_n
 from hapref.search import HammingIndex, pack_codes
+from measure import seconds
 
-
-def median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+CPU = torch.device("cpu")
 
 
 def main() -> None:
@@ -65,19 +55,19 @@ def main() -> None:
     distances, _ = faiss_search()
     assert torch.equal(((args.bits - scores) / 2).round().long(), distances), "top-k distances differ"
 
-    t_dense = median_seconds(dense, args.repeats)
-    t_index = median_seconds(faiss_search, args.repeats)
+    t_dense = seconds(dense, CPU, args.repeats)
+    t_index = seconds(faiss_search, CPU, args.repeats)
     index = HammingIndex(packed_db)
-    t_search = median_seconds(lambda: index.search(packed_q, args.k), args.repeats)
-    t_pack = median_seconds(lambda: pack_codes(database), args.repeats)
+    t_search = seconds(lambda: index.search(packed_q, args.k), CPU, args.repeats)
+    t_pack = seconds(lambda: pack_codes(database), CPU, args.repeats)
     float_mib, packed_mib = database.numel() * 4 / 2**20, packed_db.numel() / 2**20
 
     db_labels = torch.randint(0, args.classes, (args.database,), generator=g)
     q_labels = torch.randint(0, args.classes, (args.queries,), generator=g)
     repeats = max(1, args.repeats // 2)
-    t_map_index = median_seconds(lambda: hamming_map_at_n(index, packed_q, q_labels, db_labels, args.k), repeats)
-    t_map_dense = median_seconds(lambda: map_at_n(queries @ database.T, q_labels[:, None] == db_labels[None, :],
-                                                  args.k), repeats)
+    t_map_index = seconds(lambda: hamming_map_at_n(index, packed_q, q_labels, db_labels, args.k), CPU, repeats)
+    t_map_dense = seconds(lambda: map_at_n(queries @ database.T, q_labels[:, None] == db_labels[None, :],
+                                                  args.k), CPU, repeats)
 
     print(f"{args.queries} queries x {args.database} codes of {args.bits} bits, k = {args.k}, "
           f"{args.threads} thread(s) for torch and FAISS")
