@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from hapref.evaluation import scoring
-from hapref.evaluation.scoring import similarities, tile_to_min_len
+from hapref.data import tile_to_min_len
+from hapref.evaluation.scoring import similarities
 from hapref.models import build_hapvr_network
 from hapref.similarity import VideoSimilarityNetwork
 from hapref.train.runs import load_run_network

@@ -38,7 +38,7 @@ from hapref.data.augment import ClipAugmenter, video_in_video
 from hapref.data.benchmark import (COPY_FAMILIES, LEVELS, PROFILES, TASKS, BenchmarkConfig, CopyBenchmark,
                                    TrainClips, build_copy_benchmark, generate_copy_benchmark)
 from hapref.data.loaders import (FramesDirectory, HDF5Features, RetrievalAnnotations, load_cc_web_video,
-                                 load_evve, load_fivr, load_svd, load_vcdb)
+                                 load_evve, load_fivr, load_svd, load_vcdb, tile_to_min_len)
 from hapref.data.cache import FORMAT_VERSION, data_root
 from hapref.data.datasets import VideoDataset, collate_videos
 from hapref.data.sources import decode_video
@@ -48,5 +48,5 @@ __all__ = [
     "BenchmarkConfig", "build_copy_benchmark", "ClipAugmenter", "collate_videos", "COPY_FAMILIES", "CopyBenchmark",
     "data_root", "decode_video", "FAMILIES", "FORMAT_VERSION", "FramesDirectory", "generate_copy_benchmark",
     "HDF5Features", "LEVELS", "load_cc_web_video", "load_evve", "load_fivr", "load_svd", "load_vcdb", "PROFILES",
-    "RetrievalAnnotations", "TASKS", "TrainClips", "video_in_video", "VideoDataset",
+    "RetrievalAnnotations", "TASKS", "tile_to_min_len", "TrainClips", "video_in_video", "VideoDataset",
 ]

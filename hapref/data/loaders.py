@@ -463,6 +463,23 @@ def load_vcdb(path: str | os.PathLike, distractors: bool = True) -> RetrievalAnn
     return RetrievalAnnotations("VCDB", queries, database, labels, {"VCDB": frozenset({"copy"})})
 
 
+def tile_to_min_len(frames: Tensor, min_len: int) -> Tensor:
+    """Double a video ``[T, ...]`` until it has at least ``min_len`` frames, as the released loaders do.
+
+    A 3-frame video becomes 6 frames for ``min_len`` 4 (the released S2VS / HAP-VR loaders; nothing is
+    cut back to exactly ``min_len``).
+
+    Examples:
+        >>> tile_to_min_len(torch.arange(3.0)[:, None], 4).squeeze(1).tolist()
+        [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]
+    """
+    if frames.shape[0] < 1:
+        raise ValueError(f"frames must hold at least one frame, got shape {tuple(frames.shape)}")
+    while frames.shape[0] < min_len:
+        frames = torch.cat([frames, frames])
+    return frames
+
+
 class HDF5Features(Dataset):
     """Per-video frame features from an HDF5 file with one dataset per video id (DnS / S2VS layout).
 
@@ -515,9 +532,7 @@ class HDF5Features(Dataset):
         if not torch.isfinite(x).all():
             raise ValueError(f"features of {self.ids[index]!r} in {self.path} hold NaN or inf values "
                              f"(frames {sorted(set((~torch.isfinite(x)).nonzero()[:, 0].tolist()))[:10]})")
-        while x.shape[0] < self.min_len:
-            x = torch.cat([x, x])
-        return {"id": self.ids[index], "index": index, "frames": x}
+        return {"id": self.ids[index], "index": index, "frames": tile_to_min_len(x, self.min_len)}
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_file": None}

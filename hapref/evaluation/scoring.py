@@ -31,6 +31,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from hapref import distributed as hd
+from hapref.data.loaders import tile_to_min_len
 from hapref.similarity.comparator import squash
 from hapref.similarity.network import VideoSimilarityNetwork
 from hapref.similarity.products import dot_products
@@ -41,24 +42,6 @@ CHUNK_FRAMES = 2048
 _TILE = 2 ** 22
 #: Regions per step of the region attention (its [rows, D] activations stay in cache).
 _ATTENTION_ROWS = 1024
-
-
-def tile_to_min_len(frames: Tensor, min_len: int) -> Tensor:
-    """Double a video ``[T, ...]`` until it has at least ``min_len`` frames, as the released loaders do.
-
-    A 3-frame video becomes 6 frames for ``min_len`` 4 (the released S2VS / HAP-VR loaders; nothing is
-    cut back to exactly ``min_len``).
-
-    Examples:
-        >>> import torch
-        >>> tile_to_min_len(torch.arange(3.0)[:, None], 4).squeeze(1).tolist()
-        [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]
-    """
-    if frames.shape[0] < 1:
-        raise ValueError(f"frames must hold at least one frame, got shape {tuple(frames.shape)}")
-    while frames.shape[0] < min_len:
-        frames = torch.cat([frames, frames])
-    return frames
 
 
 def _frames_of(item: object, what: str) -> tuple[str, Tensor]:
