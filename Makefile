@@ -6,7 +6,7 @@ JB    := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 JBFLAGS := -W -n --keep-going
 
-.PHONY: book test venv outputs clean
+.PHONY: book test test-portable venv outputs clean
 
 venv: $(STAMP)
 
@@ -38,6 +38,16 @@ test: $(STAMP)
 	@echo "Book (stored outputs): file://$(CURDIR)/_build/html/index.html"
 	# Every page of that build opened in headless Chromium (skips where no Chromium is installed).
 	$(PY) -m pytest tests/browser -p no:cacheprovider
+
+# The chapters and tests/test_portable.py under another CPU's arithmetic: ATen's scalar kernels, oneDNN limited
+# to SSE4.1, MKL to SSE4.2, and one thread (CI's default is two). The stored outputs must pass here unchanged:
+# the chapters compute in float64 on CPUs (hapref.utils.portable_precision), so no digit they print moves.
+PORTABLE_ENV := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2 OMP_NUM_THREADS=1
+test-portable: export HAPREF_DATA := $(CURDIR)/_build/hapref-data-portable
+test-portable: $(STAMP)
+	rm -rf $(HAPREF_DATA)
+	$(PORTABLE_ENV) $(PY) -m pytest tests/test_portable.py book --nbval --nbval-current-env \
+	    --nbval-sanitize-with book/nbval-sanitize.cfg -p no:cacheprovider
 
 # Re-executes chapters in place, each against its own cold data cache, to refresh the stored outputs that
 # `make test` checks: `make outputs` or `make outputs CHAPTERS=book/03_comparing_videos.ipynb`.

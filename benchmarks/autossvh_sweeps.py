@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import torch
 
 from hapref.files import atomic_write_bytes
+from hapref.utils import portable_precision
 from hapref.train import fit
 from hapref.train.autossvh import LOSSES, build, view_overlap
 
@@ -56,7 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "book" / "data" /
                                              "autossvh_sweeps.json"))
     args = parser.parse_args(argv)
+    # float64 on CPUs, as the chapters: the stored rows then reproduce on every CPU (hapref.utils.portable_precision)
+    dtype = portable_precision(args.profile != "full")
+    wall, cpu = time.perf_counter(), time.process_time()
     results = run_sweep(args.profile, tuple(args.seeds))
+    results.update(dtype=str(dtype).removeprefix("torch."), threads=torch.get_num_threads(),
+                   wall_seconds=round(time.perf_counter() - wall, 1), cpu_seconds=round(time.process_time() - cpu, 1))
     out = atomic_write_bytes(args.out, (json.dumps(results, indent=1, sort_keys=True) + "\n").encode())
     print(f"wrote {out}")
     return 0

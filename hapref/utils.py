@@ -9,6 +9,40 @@ import numpy as np
 import torch
 
 
+def at_least_float32(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float32 when it is half precision (float16/bfloat16), unchanged when float32 or float64.
+
+    Losses and scores use it where exponentials or small epsilons need float32's range, without throwing
+    away float64 when a caller computes in it (the book's CPU profiles do, see ``portable_precision``).
+
+    Examples:
+        >>> at_least_float32(torch.ones(2, dtype=torch.float16)).dtype, at_least_float32(torch.ones(2, dtype=torch.float64)).dtype
+        (torch.float32, torch.float64)
+    """
+    return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+def portable_precision(enabled: bool = True) -> torch.dtype:
+    """Make float64 the default dtype (``enabled``), so results are the same on every CPU; returns it.
+
+    float32 kernels round differently on different CPUs (vector width, fused multiply-add, the split of a
+    reduction between threads, even ``torch.randn``'s vectorised sampler), and a training run amplifies those
+    last-bit differences into different printed digits. In float64 the differences start ~10⁹ times smaller
+    and stay below the digits the book prints. The book's CPU ("quick") profiles call this in their first
+    cell; modules, random initialisations and features created afterwards are float64. ``enabled=False``
+    restores float32.
+
+    Examples:
+        >>> portable_precision(), torch.nn.Linear(2, 2).weight.dtype
+        (torch.float64, torch.float64)
+        >>> portable_precision(False), torch.nn.Linear(2, 2).weight.dtype
+        (torch.float32, torch.float32)
+    """
+    dtype = torch.float64 if enabled else torch.float32
+    torch.set_default_dtype(dtype)
+    return dtype
+
+
 def seed_everything(seed: int, deterministic: bool = True) -> torch.Generator:
     """Seed Python, NumPy and torch (CPU and CUDA); return a CPU generator seeded the same.
 

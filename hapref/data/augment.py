@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hapref.data import transforms
+from hapref.data.pixels import float32_draws, round_pixels
 
 _TEMPORAL = ("shuffle_dropout", "fast_forward", "slow_motion", "reverse", "pause", "none")
 _TEMPORAL_P = torch.tensor([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
@@ -40,15 +41,28 @@ def _check_clips(clips: object) -> Tensor:
 
 
 def _to_float(clips: Tensor) -> Tensor:
-    """[B, T, H, W, 3] -> float [B, T, 3, H, W] in [0, 1]."""
+    """[B, T, H, W, 3] -> float [B, T, 3, H, W] in [0, 1]: float64 on the CPU, float32 on an accelerator.
+
+    float64 on the CPU so that uint8 views round to the same bytes on every CPU (float32 kernels differ in the
+    last bit between instruction sets, which moves pixels near a rounding boundary by one level)."""
     x = clips.permute(0, 1, 4, 2, 3)
-    return x.float() / 255.0 if clips.dtype == torch.uint8 else x.float()
+    x = x.double() if clips.device.type == "cpu" else x.float()
+    return x / 255.0 if clips.dtype == torch.uint8 else x
+
+
+def _snap(x: Tensor) -> Tensor:
+    """Values on a grid of 2⁻¹⁶ (0.004 of a uint8 level) between the steps of a chain of ops (CPU only).
+
+    Some ops are discontinuous (posterize truncates, solarize thresholds): a last-bit difference between two
+    CPUs' kernels after one op would otherwise flip the next op's decision. Snapping first makes the inputs of
+    every op identical across CPUs (see :mod:`hapref.data.pixels`)."""
+    return torch.round(x * 65536.0) / 65536.0 if x.device.type == "cpu" else x
 
 
 def _from_float(x: Tensor, like: Tensor) -> Tensor:
     x = x.clamp(0, 1).permute(0, 1, 3, 4, 2)
     if like.dtype == torch.uint8:
-        return (x * 255.0).round().to(torch.uint8).contiguous()
+        return round_pixels(x, 255.0).contiguous()
     return x.to(like.dtype).contiguous()
 
 
@@ -118,16 +132,23 @@ def _shuffle_dropout(length: int, generator: torch.Generator | None) -> tuple[Te
     return torch.cat(index), torch.cat(code)
 
 
+def _uniform(shape: tuple[int, ...], low: float, high: float, generator: torch.Generator | None) -> Tensor:
+    """float64 draws from U(low, high): ``torch.rand`` scaled in float64 (``uniform_(low, high)`` in float32 rounds
+    differently on different CPUs)."""
+    return low + (high - low) * torch.rand(shape, generator=generator).double()
+
+
 def _resized_crop_boxes(b: int, h: int, w: int, scale: tuple[float, float], generator: torch.Generator | None,
                         ) -> Tensor:
     """Per-clip RandomResizedCrop boxes ``[B, 4, 2]`` (kornia corner order), aspect ratio in [3/4, 4/3]."""
-    area = torch.empty(b).uniform_(*scale, generator=generator) * h * w
-    log_ratio = torch.empty(b).uniform_(math.log(3 / 4), math.log(4 / 3), generator=generator)
+    # drawn in float32 (the random stream), computed in float64: float32 exp differs between CPUs
+    area = _uniform((b,), *scale, generator) * h * w
+    log_ratio = _uniform((b,), math.log(3 / 4), math.log(4 / 3), generator)
     ratio = log_ratio.exp()
     cw = (area * ratio).sqrt().clamp(2, w)
     ch = (area / ratio).sqrt().clamp(2, h)
-    x0 = torch.rand(b, generator=generator) * (w - cw)
-    y0 = torch.rand(b, generator=generator) * (h - ch)
+    x0 = torch.rand(b, generator=generator).double() * (w - cw)
+    y0 = torch.rand(b, generator=generator).double() * (h - ch)
     x1, y1 = x0 + cw - 1, y0 + ch - 1
     return torch.stack([torch.stack([x0, y0], -1), torch.stack([x1, y0], -1),
                         torch.stack([x1, y1], -1), torch.stack([x0, y1], -1)], 1)
@@ -165,7 +186,7 @@ def _randaugment_op(name: str, x: Tensor, level: float, sign: Tensor) -> Tensor:
     if name == "equalize":
         return ke.equalize(x)
     # geometric ops as one affine resampling in normalised coordinates (frames are square)
-    theta = torch.zeros(x.shape[0], 2, 3, device=x.device)
+    theta = torch.zeros(x.shape[0], 2, 3, device=x.device, dtype=x.dtype)
     theta[:, 0, 0] = theta[:, 1, 1] = 1
     if name == "rotate":
         a = torch.deg2rad(30 * level * sign)
@@ -213,6 +234,7 @@ class ClipAugmenter:
         return (f"ClipAugmenter(strength={self.strength!r}, num_frames={self.num_frames}, size={self.size}, "
                 f"scale={self.scale})")
 
+    @float32_draws
     def __call__(self, clips: Tensor, generator: torch.Generator | None = None) -> Tensor:
         clips = _check_clips(clips)
         b, t, h, w, _ = clips.shape
@@ -232,8 +254,8 @@ class ClipAugmenter:
         x = x.reshape(b * window, 3, h, w)
         # spatial: one crop box and one flip per clip
         from kornia.geometry.transform import crop_and_resize
-        boxes = _resized_crop_boxes(b, h, w, self.scale, generator).to(device)
-        x = crop_and_resize(x, _per_frame(boxes, window), (size, size))
+        boxes = _resized_crop_boxes(b, h, w, self.scale, generator).to(device=device, dtype=x.dtype)
+        x = _snap(crop_and_resize(x, _per_frame(boxes, window), (size, size)))
         flip = _per_frame(torch.rand(b, generator=generator) < self.p_flip, window).nonzero().squeeze(1).to(device)
         x[flip] = x[flip].flip(-1)
         if strong:
@@ -250,10 +272,10 @@ class ClipAugmenter:
             for k in ops.unique().tolist():
                 if _RANDAUGMENT_OPS[k] != "identity":
                     rows = (ops_f == k).nonzero().squeeze(1)
-                    x[rows] = _randaugment_op(_RANDAUGMENT_OPS[k], x[rows], self.level, sign_f[rows])
-        x = self._overlay(x, b, window, generator)
+                    x[rows] = _snap(_randaugment_op(_RANDAUGMENT_OPS[k], x[rows], self.level, sign_f[rows]))
+        x = _snap(self._overlay(x, b, window, generator))
         blur = _per_frame(torch.rand(b, generator=generator) < self.p_blur, window).to(device)
-        sigma = _per_frame(torch.empty(b).uniform_(*self.sigma, generator=generator), window).to(device)
+        sigma = _per_frame(_uniform((b,), *self.sigma, generator), window).to(device)
         k = 2 * math.ceil(3 * self.sigma[1]) + 1
         rows = blur.nonzero().squeeze(1)
         if rows.numel():
@@ -269,19 +291,19 @@ class ClipAugmenter:
         for i in range(b):
             if torch.rand((), generator=generator) < self.p_text:
                 word = transforms.WORDS[int(torch.randint(0, len(transforms.WORDS), (), generator=generator))]
-                font_px = max(6, round(size * float(torch.empty(()).uniform_(0.1, 0.25, generator=generator))))
+                font_px = max(6, round(size * float(_uniform((), 0.1, 0.25, generator))))
                 mask = transforms.text_mask(word, font_px)[:size, :size]
                 top = int(torch.randint(0, size - mask.shape[0] + 1, (), generator=generator))
                 left = int(torch.randint(0, size - mask.shape[1] + 1, (), generator=generator))
-                opacity = float(torch.empty(()).uniform_(0.7, 1.0, generator=generator))
+                opacity = float(_uniform((), 0.7, 1.0, generator))
                 layers[0, i, :3] = torch.rand(3, 1, 1, generator=generator)
                 layers[0, i, 3, top:top + mask.shape[0], left:left + mask.shape[1]] = mask * opacity
             if torch.rand((), generator=generator) < self.p_logo:
-                side = max(4, round(size * float(torch.empty(()).uniform_(0.2, 0.5, generator=generator))))
+                side = max(4, round(size * float(_uniform((), 0.2, 0.5, generator))))
                 logo = F.interpolate(transforms.logo_rgba().permute(2, 0, 1)[None] / 255.0, size=(side, side),
                                      mode="bilinear", antialias=True, align_corners=False)[0]
                 top, left = (int(torch.randint(0, size - side + 1, (), generator=generator)) for _ in range(2))
-                logo[3] *= float(torch.empty(()).uniform_(0.7, 1.0, generator=generator))
+                logo[3] *= float(_uniform((), 0.7, 1.0, generator))
                 layers[1, i, :, top:top + side, left:left + side] = logo
         for layer in layers:
             if layer[:, 3].any():
@@ -290,6 +312,7 @@ class ClipAugmenter:
         return x
 
 
+@float32_draws
 def video_in_video(clips: Tensor, generator: torch.Generator | None = None, p: float = 0.3,
                    overlap: tuple[float, float] = (0.3, 0.7)) -> tuple[Tensor, Tensor]:
     """S2VS Video-in-Video: with probability ``p`` clip i is shrunk into a box of area ``1 - λ`` (λ ~ U(overlap))
@@ -313,14 +336,14 @@ def video_in_video(clips: Tensor, generator: torch.Generator | None = None, p: f
             continue
         j = int(torch.randint(0, b - 1, (), generator=generator))
         j += j >= i
-        lam = float(torch.empty(()).uniform_(*overlap, generator=generator))
+        lam = float(_uniform((), *overlap, generator))
         bh, bw = max(2, round(h * math.sqrt(1 - lam))), max(2, round(w * math.sqrt(1 - lam)))
         top = int(torch.randint(0, h - bh + 1, (), generator=generator))
         left = int(torch.randint(0, w - bw + 1, (), generator=generator))
-        donor = clips[i].permute(0, 3, 1, 2).float()
+        donor = clips[i].permute(0, 3, 1, 2).double()
         donor = F.interpolate(donor, size=(bh, bw), mode="bilinear", antialias=True, align_corners=False)
         donor = donor.permute(0, 2, 3, 1)
-        donor = donor.round().clamp(0, 255) if clips.dtype == torch.uint8 else donor
+        donor = round_pixels(donor) if clips.dtype == torch.uint8 else donor
         out[i] = clips[j]
         out[i, :, top:top + bh, left:left + bw] = donor.to(clips.dtype)
         labels[i, j] = lam

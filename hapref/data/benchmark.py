@@ -102,12 +102,14 @@ def _one_thread() -> Iterator[None]:
     floating-point kernels depends on how the work is split between threads, so pinning the count keeps the
     bytes the same on every machine.
     """
-    previous = torch.get_num_threads()
+    previous, dtype = torch.get_num_threads(), torch.get_default_dtype()
     torch.set_num_threads(1)
+    torch.set_default_dtype(torch.float32)  # the same random draws under any default dtype (pixels.float32_draws)
     try:
         yield
     finally:
         torch.set_num_threads(previous)
+        torch.set_default_dtype(dtype)
 
 
 def _child_seed(*parts: object) -> int:
@@ -143,7 +145,7 @@ def film(scene: str, num_frames: int, size: int, generator: torch.Generator, max
             start = (avoid + span + transforms.randint(generator, 0, length - 2 * span)) % length
         return sources.clip_window(name, num_frames, size, start), {"scene": scene, "start": start}
     shots = transforms.randint(generator, 1, max_shots) if num_frames >= 8 else 1
-    bounds = torch.linspace(0, num_frames, shots + 1).round().long().tolist()
+    bounds = [round(num_frames * k / shots) for k in range(shots + 1)]  # Python floats: the same on every CPU
     parts = [sources.render_shot(name, sources.CameraPath.random(generator), b - a, size)
              for a, b in zip(bounds[:-1], bounds[1:])]
     return torch.cat(parts), {"scene": scene, "shots": shots}

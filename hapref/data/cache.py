@@ -9,6 +9,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import torch
+
 #: Bump whenever the bytes a generator produces for a given config change: old caches then stop matching.
 FORMAT_VERSION = 4
 
@@ -34,7 +36,9 @@ def config_key(config: dict[str, Any], version: int = FORMAT_VERSION) -> str:
         >>> len(config_key({"frames": 16}))
         16
     """
-    payload = json.dumps({"config": config, "format_version": version}, sort_keys=True, default=str)
+    # the default dtype decides the precision of cached features (see hapref.utils.portable_precision)
+    payload = json.dumps({"config": config, "format_version": version, "dtype": str(torch.get_default_dtype())},
+                         sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

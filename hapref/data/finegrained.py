@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from hapref.data.pixels import float32_draws
 from hapref.data.sources import CameraPath, render_shot
 
 __all__ = [
@@ -77,6 +78,7 @@ def _camera_path(centre: tuple[float, float], motion: str, u: list[float]) -> Ca
     raise ValueError(f"motion must be one of {MOTIONS}, got {motion!r}")
 
 
+@float32_draws
 def make_finegrained_videos(num_classes: int = 4, subclasses_per_class: int = 3, train_per_subclass: int = 6,
                             test_per_subclass: int = 3, frames: tuple[int, int] = (10, 16), size: int = 96,
                             seed: int = 0) -> tuple[FineGrainedVideos, FineGrainedVideos]:
@@ -149,6 +151,7 @@ def _anchors_and_positives(classes: Tensor, subclasses: Tensor, count: int, gene
     return q, p, classes[q], subclasses[q]
 
 
+@float32_draws
 def sample_quadlets(classes: Tensor, subclasses: Tensor, count: int, generator: torch.Generator) -> Tensor:
     """``[count, 4]`` indices (q, p, i, n): p same sub-class, i same class other sub-class, n other class (Radial Sec. 3).
 
@@ -169,6 +172,7 @@ def sample_quadlets(classes: Tensor, subclasses: Tensor, count: int, generator: 
     return torch.stack([q, p, i, n], dim=1)
 
 
+@float32_draws
 def sample_triplets(classes: Tensor, subclasses: Tensor, count: int, generator: torch.Generator) -> Tensor:
     """``[count, 3]`` indices (q, p, n): p same sub-class, n any other sub-class (the Triplet baseline's labels).
 
@@ -186,6 +190,7 @@ def sample_triplets(classes: Tensor, subclasses: Tensor, count: int, generator: 
     return torch.stack([q, p, n], dim=1)
 
 
+@float32_draws
 def sample_quadruplets(classes: Tensor, subclasses: Tensor, count: int, generator: torch.Generator,
                        negatives: str = "a") -> Tensor:
     """``[count, 4]`` indices (q, p, n1, n2) for the Quadruplet-2 loss (Chen et al. 2017), Radial "Baselines".

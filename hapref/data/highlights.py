@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from hapref.data.pixels import float32_draws
 from hapref.data.sources import CameraPath, render_shot
 
 __all__ = ["HIGHLIGHT_PHOTOS", "HighlightVideo", "make_highlight_video"]
@@ -60,9 +61,10 @@ def _draw_ball(frames: Tensor, generator: torch.Generator) -> Tensor:
     """A white ball (radius ~S/12) crossing the frames on a straight line, drawn in place of the pixels."""
     t, s = frames.shape[0], frames.shape[1]
     u = torch.rand(4, generator=generator).tolist()
-    start = torch.tensor([0.1 + 0.2 * u[0], 0.2 + 0.6 * u[1]]) * s
-    end = torch.tensor([0.7 + 0.2 * u[2], 0.2 + 0.6 * u[3]]) * s
-    path = start + torch.linspace(0, 1, t)[:, None] * (end - start)  # [T, 2] (x, y)
+    # float64 positions: which pixels fall inside the ball is then the same on every CPU
+    start = torch.tensor([0.1 + 0.2 * u[0], 0.2 + 0.6 * u[1]], dtype=torch.float64) * s
+    end = torch.tensor([0.7 + 0.2 * u[2], 0.2 + 0.6 * u[3]], dtype=torch.float64) * s
+    path = start + torch.linspace(0, 1, t, dtype=torch.float64)[:, None] * (end - start)  # [T, 2] (x, y)
     ys, xs = torch.meshgrid(torch.arange(s), torch.arange(s), indexing="ij")
     inside = (xs[None] - path[:, 0, None, None]) ** 2 + (ys[None] - path[:, 1, None, None]) ** 2 <= (s / 12) ** 2
     out = frames.clone()
@@ -70,6 +72,7 @@ def _draw_ball(frames: Tensor, generator: torch.Generator) -> Tensor:
     return out
 
 
+@float32_draws
 def make_highlight_video(num_clips: int = 10, clip_frames: tuple[int, int] = (24, 36), critical_frames: int = 8,
                          critical_fraction: float = 0.5, size: int = 80, seed: int = 0) -> HighlightVideo:
     """Render one highlight video; every quantity is deterministic in ``seed``.

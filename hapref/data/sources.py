@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from hapref.data.pixels import round_pixels
+
 # Photos that load without network access; grey-scale ones are stacked to RGB.
 PHOTO_NAMES: tuple[str, ...] = (
     "astronaut", "brick", "camera", "cell", "chelsea", "clock", "coffee", "coins", "grace_hopper",
@@ -146,13 +148,15 @@ def load_clip(name: str, size: int) -> Tensor:
 
 @functools.lru_cache(maxsize=64)
 def photo_canvas(name: str, size: int, min_view: float) -> Tensor:
-    """The photo as float ``[1, 3, h, w]`` in [0, 255], scaled so the smallest camera view maps ~1:1 to ``size``.
+    """The photo as float64 ``[1, 3, h, w]`` in [0, 255], scaled so the smallest camera view maps ~1:1 to ``size``.
+
+    float64 so that rendering rounds to the same bytes on every CPU (see :func:`render_shot`).
 
     Examples:
         >>> photo_canvas("grace_hopper", 64, 0.5).shape
         torch.Size([1, 3, 150, 128])
     """
-    image = torch.from_numpy(load_photo(name)).permute(2, 0, 1)[None].float()
+    image = torch.from_numpy(load_photo(name)).permute(2, 0, 1)[None].double()
     short = min(image.shape[-2:])
     scale = min(1.0, size / (min_view * short))
     if scale < 1.0:
@@ -211,7 +215,7 @@ class CameraPath:
         The state moves linearly from ``start`` to ``end`` over ``num_frames`` frames; frame t maps output
         coordinates to the photo by ``[[kx·v·cos a, -kx·v·sin a, cx], [ky·v·sin a, ky·v·cos a, cy]]`` with
         ``kx = min(1, 1/aspect)`` and ``ky = min(1, aspect)``, so the view stays square on a non-square
-        photo. float32.
+        photo. float64.
 
         Examples:
             >>> path = CameraPath((0.0, 0.0, 1.0, 0.0), (0.5, 0.0, 0.5, 0.0))  # pan right while zooming in
@@ -232,11 +236,16 @@ class CameraPath:
         cos, sin = torch.cos(angle) * view, torch.sin(angle) * view
         theta = torch.stack([torch.stack([kx * cos, -kx * sin, cx], 1),
                              torch.stack([ky * sin, ky * cos, cy], 1)], 1)
-        return theta.float()
+        return theta
 
 
 def render_shot(photo: str, path: CameraPath, num_frames: int, size: int, min_view: float = 0.45) -> Tensor:
     """Film ``photo`` along ``path``: uint8 frames ``[T, size, size, 3]``.
+
+    The resampling runs in float64 before rounding to uint8: float32 kernels differ between CPUs (vector
+    width, fused multiply-add) in the last bit, enough to move a pixel that sits near a rounding boundary by
+    one level; in float64 the same bytes come out on every CPU and thread count (tested under emulated
+    older-CPU kernels in ``tests/test_portable.py``).
 
     Examples:
         >>> path = CameraPath((0.0, 0.0, 1.0, 0.0), (0.2, 0.0, 0.6, 0.1))
@@ -248,7 +257,7 @@ def render_shot(photo: str, path: CameraPath, num_frames: int, size: int, min_vi
     grid = F.affine_grid(path.thetas(num_frames, aspect), [num_frames, 3, size, size], align_corners=False)
     frames = F.grid_sample(canvas.expand(num_frames, -1, -1, -1), grid, mode="bilinear",
                            padding_mode="reflection", align_corners=False)
-    return frames.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).contiguous()
+    return round_pixels(frames).permute(0, 2, 3, 1).contiguous()
 
 
 def clip_window(name: str, num_frames: int, size: int, start: int, stride: int = CLIP_STRIDE) -> Tensor:

@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from hapref.data.pixels import bilinear_resize, round_pixels
+
 Params = dict[str, float | int | str]
 
 
@@ -40,11 +42,12 @@ def randint(generator: torch.Generator, low: int, high: int) -> int:
 
 
 def _to_float(frames: Tensor) -> Tensor:
-    return frames.permute(0, 3, 1, 2).float() / 255.0
+    # float64 throughout the edits: the rounded uint8 result is then the same on every CPU (see render_shot)
+    return frames.permute(0, 3, 1, 2).double() / 255.0
 
 
 def _to_uint8(x: Tensor) -> Tensor:
-    return (x * 255.0).round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).contiguous()
+    return round_pixels(x, 255.0).permute(0, 2, 3, 1).contiguous()
 
 
 # ----------------------------------------------------------------------------------------- temporal
@@ -156,7 +159,7 @@ def crop_resize(frames: Tensor, generator: torch.Generator, host: Tensor | None 
     cw = min(w, max(2, round(w * (area * ratio) ** 0.5)))
     top, left = randint(generator, 0, h - ch), randint(generator, 0, w - cw)
     x = _to_float(frames[:, top:top + ch, left:left + cw])
-    x = F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False)
+    x = bilinear_resize(x, (h, w))  # F.interpolate's bilinear, with the same weights on every CPU
     return _to_uint8(x), {"top": top, "left": left, "height": ch, "width": cw}
 
 
@@ -220,7 +223,7 @@ def text_mask(text: str, font_px: int) -> Tensor:
     from PIL import Image, ImageDraw, ImageFont
     canvas = Image.new("L", (font_px * (len(text) + 1), 2 * font_px), 0)
     ImageDraw.Draw(canvas).text((0, 0), text, fill=255, font=ImageFont.load_default(size=font_px))
-    mask = torch.from_numpy(np.asarray(canvas, dtype=np.float32) / 255.0)
+    mask = torch.from_numpy(np.asarray(canvas, dtype=np.float64) / 255.0)
     ys, xs = torch.nonzero(mask > 0, as_tuple=True)
     if len(ys) == 0:
         return mask[:1, :1]
@@ -232,9 +235,9 @@ def _blend(frames: Tensor, rgb: Tensor, alpha: Tensor, top: int, left: int) -> T
     h, w = alpha.shape
     h, w = min(h, frames.shape[1] - top), min(w, frames.shape[2] - left)
     out = frames.clone()
-    region = out[:, top:top + h, left:left + w].float()
+    region = out[:, top:top + h, left:left + w].double()
     a = alpha[:h, :w, None]
-    out[:, top:top + h, left:left + w] = (region * (1 - a) + rgb[:h, :w] * a).round().clamp(0, 255).to(torch.uint8)
+    out[:, top:top + h, left:left + w] = round_pixels(region * (1 - a) + rgb[:h, :w] * a)
     return out
 
 
@@ -270,10 +273,10 @@ def logo_rgba() -> Tensor:
     Examples:
         >>> logo = logo_rgba()
         >>> logo.shape, logo.dtype, float(logo.max()) <= 255.0
-        (torch.Size([500, 500, 4]), torch.float32, True)
+        (torch.Size([500, 500, 4]), torch.float64, True)
     """
     import skimage.data
-    return torch.from_numpy(np.asarray(skimage.data.logo())).float()
+    return torch.from_numpy(np.asarray(skimage.data.logo())).double()
 
 
 def logo_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:
@@ -321,28 +324,29 @@ def picture_in_picture(frames: Tensor, generator: torch.Generator, host: Tensor 
 
 # -------------------------------------------------------------------------------------------- codec
 # BT.601 limited-range RGB <-> YCbCr, done here rather than by the codec library so the bytes are reproducible.
-_RGB_TO_YUV = np.array([[0.257, 0.504, 0.098], [-0.148, -0.291, 0.439], [0.439, -0.368, -0.071]], np.float32)
-_YUV_TO_RGB = np.linalg.inv(_RGB_TO_YUV.astype(np.float64)).astype(np.float32)
-_YUV_OFFSET = np.array([16.0, 128.0, 128.0], np.float32)
+# float64 (not float32 through BLAS, whose kernels differ between CPUs) so the rounded bytes are portable.
+_RGB_TO_YUV = np.array([[0.257, 0.504, 0.098], [-0.148, -0.291, 0.439], [0.439, -0.368, -0.071]], np.float64)
+_YUV_TO_RGB = np.linalg.inv(_RGB_TO_YUV)
+_YUV_OFFSET = np.array([16.0, 128.0, 128.0], np.float64)
 
 
 def _rgb_to_yuv420p(rgb: np.ndarray) -> np.ndarray:
     """uint8 ``[T, H, W, 3]`` -> planar yuv420p frames as PyAV expects them, ``[T, H * 3 / 2, W]`` uint8."""
     t, h, w, _ = rgb.shape
-    yuv = rgb.astype(np.float32) @ _RGB_TO_YUV.T + _YUV_OFFSET
+    yuv = rgb.astype(np.float64) @ _RGB_TO_YUV.T + _YUV_OFFSET
     chroma = yuv[..., 1:].reshape(t, h // 2, 2, w // 2, 2, 2).mean((2, 4))
     planes = np.concatenate([yuv[..., 0].reshape(t, -1), chroma[..., 0].reshape(t, -1),
                              chroma[..., 1].reshape(t, -1)], axis=1)
-    return np.clip(np.rint(planes), 0, 255).astype(np.uint8).reshape(t, h * 3 // 2, w)
+    return round_pixels(planes).reshape(t, h * 3 // 2, w)
 
 
 def _yuv420p_to_rgb(planes: np.ndarray, h: int, w: int) -> np.ndarray:
     """Inverse of :func:`_rgb_to_yuv420p` for frames ``[T, H * 3 / 2, W]`` (chroma upsampled by repetition)."""
-    x = planes.reshape(planes.shape[0], -1).astype(np.float32)
+    x = planes.reshape(planes.shape[0], -1).astype(np.float64)
     y = x[:, :h * w].reshape(-1, h, w)
     chroma = x[:, h * w:].reshape(-1, 2, h // 2, w // 2).repeat(2, axis=2).repeat(2, axis=3)
     yuv = np.stack([y, chroma[:, 0], chroma[:, 1]], -1) - _YUV_OFFSET
-    return np.clip(np.rint(yuv @ _YUV_TO_RGB.T), 0, 255).astype(np.uint8)
+    return round_pixels(yuv @ _YUV_TO_RGB.T)
 
 
 def h264_reencode(frames: Tensor, generator: torch.Generator, host: Tensor | None = None) -> tuple[Tensor, Params]:

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from hapref.data.augment import ClipAugmenter, video_in_video
+from hapref.data.pixels import float32_draws, round_pixels
 from hapref.data.transforms import TRANSFORMS
 
 __all__ = ["STRONG_SPATIAL", "STRONG_TEMPORAL", "WEAK_EDITS", "FrameClips", "crop_or_pad", "fit_length",
@@ -32,6 +33,7 @@ STRONG_TEMPORAL = ("speed_change", "reverse", "pause", "frame_drop", "temporal_c
 STRONG_SPATIAL = ("crop_resize", "hflip", "color_change", "blur", "text_overlay", "logo_overlay")
 
 
+@float32_draws
 def fit_length(frames: Tensor, length: int, generator: torch.Generator) -> Tensor:
     """A window of exactly ``length`` frames of ``frames [T, ...]``: a random window if longer, tiled if shorter.
 
@@ -47,6 +49,7 @@ def fit_length(frames: Tensor, length: int, generator: torch.Generator) -> Tenso
     return frames[start:start + length]
 
 
+@float32_draws
 def crop_or_pad(frames: Tensor, length: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
     """``length`` frames of ``frames [T, ...]`` and their valid flags ``[length]``: a random window if longer,
     else every frame followed by zero padding (valid False), as the released TCA loader pads to a fixed size.
@@ -82,6 +85,7 @@ def _edited_views(clip: Tensor, count: int, generator: torch.Generator) -> Itera
         yield edit(clip, pick(STRONG_TEMPORAL, 1) + pick(STRONG_SPATIAL, 2))
 
 
+@float32_draws
 def make_padded_views(clip: Tensor, count: int, length: int, generator: torch.Generator,
                       ) -> tuple[list[Tensor], list[Tensor]]:
     """The views of :func:`make_views`, each cropped or zero-padded to ``length`` frames, and their valid flags.
@@ -96,6 +100,7 @@ def make_padded_views(clip: Tensor, count: int, length: int, generator: torch.Ge
     return [v for v, _ in fitted], [m for _, m in fitted]
 
 
+@float32_draws
 def make_views(clip: Tensor, count: int, length: int, generator: torch.Generator) -> list[Tensor]:
     """One weak view (crop + flip) and ``count`` strong views (one temporal + two spatial edits) of ``clip``.
 
@@ -125,6 +130,7 @@ def s2vs_labels(mixing: Tensor) -> Tensor:
     return (stacked @ stacked.T) > 0
 
 
+@float32_draws
 def s2vs_batch(clips: Tensor, num_frames: int, generator: torch.Generator, video_in_video_p: float = 0.3,
                ) -> tuple[Tensor, Tensor, Tensor]:
     """Weak views, strong views and labels of a batch of clips, the released S2VS/HAP-VR recipe.
@@ -177,7 +183,7 @@ class FrameClips:
     def __getitem__(self, index: int) -> Tensor:
         frames = self.videos[index]["frames"]
         frames = frames.repeat(math.ceil(self.length / frames.shape[0]), 1, 1, 1)[:self.length]
-        x = frames.permute(0, 3, 1, 2).float()
+        x = frames.permute(0, 3, 1, 2).double()  # float64: the same rounded bytes on every CPU
         x = torch.nn.functional.interpolate(x, size=(self.size, self.size), mode="bilinear", antialias=True,
                                             align_corners=False)
-        return x.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).contiguous()
+        return round_pixels(x).permute(0, 2, 3, 1).contiguous()

@@ -7,6 +7,7 @@ feature maps of a few intermediate stages (the "layers" of L3-iMAC, HAP-VR §3.2
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import torch
@@ -18,7 +19,9 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def to_float_frames(frames: Tensor) -> Tensor:
-    """Float frames ``[T, 3, H, W]`` in [0, 1] from uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` (HAP-VR §3.2).
+    """Float frames ``[T, 3, H, W]`` in [0, 1] from uint8 ``[T, H, W, 3]`` (in the default dtype) or float ``[T, 3, H, W]``.
+
+    HAP-VR §3.2's input normalisation starts here.
 
     Examples:
         >>> x = to_float_frames(torch.full((2, 8, 8, 3), 255, dtype=torch.uint8))
@@ -30,7 +33,7 @@ def to_float_frames(frames: Tensor) -> Tensor:
     if frames.dtype == torch.uint8:
         if frames.ndim != 4 or frames.shape[-1] != 3:
             raise ValueError(f"uint8 frames must have shape [T, H, W, 3], got {tuple(frames.shape)}")
-        return frames.permute(0, 3, 1, 2).float().div_(255)
+        return frames.permute(0, 3, 1, 2).to(torch.get_default_dtype()).div_(255)
     if frames.is_floating_point():
         if frames.ndim != 4 or frames.shape[1] != 3:
             raise ValueError(f"float frames must have shape [T, 3, H, W], got {tuple(frames.shape)}")
@@ -197,6 +200,45 @@ def _fuse_for_inference(net: nn.Module) -> None:
             module.static_padding = nn.Identity()
         if isinstance(module, nn.ReLU6):
             module.inplace = True
+        if isinstance(module, nn.Conv2d) and module.groups > 1 and module.groups == module.in_channels:
+            module.forward = types.MethodType(_depthwise_forward, module)
+
+
+def depthwise_conv2d(x: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, int],
+                     padding: tuple[int, int]) -> Tensor:
+    """Depthwise 2-D convolution as a sum of ``kh * kw`` shifted, scaled copies of ``x``.
+
+    Equal to ``F.conv2d(x, weight, bias, stride, padding, groups=C)`` for ``x [N, C, H, W]`` and ``weight
+    [C, 1, kh, kw]``. PyTorch has no fast float64 depthwise kernel on the CPU (it runs one small convolution per
+    channel, ~10x slower than this); the book's CPU profiles compute in float64 (``portable_precision``).
+
+    Examples:
+        >>> x, w, b = torch.randn(2, 4, 9, 9, dtype=torch.float64), torch.randn(4, 1, 3, 3, dtype=torch.float64), None
+        >>> ref = torch.nn.functional.conv2d(x, w, b, (2, 2), (1, 1), groups=4)
+        >>> torch.allclose(depthwise_conv2d(x, w, b, (2, 2), (1, 1)), ref, atol=1e-12)
+        True
+    """
+    ph, pw = padding
+    if ph or pw:
+        x = F.pad(x, (pw, pw, ph, ph))
+    kh, kw = weight.shape[-2:]
+    sh, sw = stride
+    oh, ow = (x.shape[-2] - kh) // sh + 1, (x.shape[-1] - kw) // sw + 1
+    x = x.permute(0, 2, 3, 1).contiguous()                         # channels last: every tap scales rows of C
+    taps = weight[:, 0].permute(1, 2, 0)                            # [kh, kw, C]
+    out = x.new_zeros(x.shape[0], oh, ow, x.shape[-1]) if bias is None else bias.expand(x.shape[0], oh, ow, -1).clone()
+    for i in range(kh):
+        for j in range(kw):
+            out.addcmul_(x[:, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw], taps[i, j])
+    return out.permute(0, 3, 1, 2)
+
+
+def _depthwise_forward(self: nn.Conv2d, x: Tensor) -> Tensor:
+    x = self.static_padding(x) if hasattr(self, "static_padding") else x
+    if x.dtype == torch.float64 and x.device.type == "cpu" and self.dilation == (1, 1) \
+            and isinstance(self.padding, tuple):
+        return depthwise_conv2d(x, self.weight, self.bias, tuple(self.stride), tuple(self.padding))
+    return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 def _torchvision_imagenet_net(arch: str, weights_enum: str, weights_path: str | Path | None,

@@ -181,7 +181,8 @@ class FeatureExtractor(nn.Module):
             False
         """
         code = source_digest(backbones_module, pooling_module, sys.modules[__name__])
-        spec = json.dumps([self.backbone_name, self.pooling, self.grid, self.backbone.image_size, code])
+        spec = json.dumps([self.backbone_name, self.pooling, self.grid, self.backbone.image_size, code,
+                           str(torch.get_default_dtype())])
         digest = hashlib.sha256(spec.encode())
         for tensor in self.backbone.state_dict().values():
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes()[:4096])

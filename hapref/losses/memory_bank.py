@@ -32,8 +32,9 @@ class MemoryBank(nn.Module):
         tensor([ 8,  9, 10])
     """
 
-    def __init__(self, size: int, dim: int, dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, size: int, dim: int, dtype: torch.dtype | None = None) -> None:
         super().__init__()
+        dtype = torch.get_default_dtype() if dtype is None else dtype
         if size < 1 or dim < 1:
             raise ValueError(f"size and dim must be >= 1, got size={size}, dim={dim}")
         if not dtype.is_floating_point:

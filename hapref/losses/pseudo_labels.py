@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hapref.validation import check_float_tensor
+from hapref.utils import at_least_float32
 
 
 def teacher_frame_similarity(features: Tensor, other: Tensor | None = None, center: bool = False) -> Tensor:
@@ -40,7 +41,7 @@ def teacher_frame_similarity(features: Tensor, other: Tensor | None = None, cent
         raise ValueError(f"features and other must share D', got {features.shape[-1]} and {other.shape[-1]}")
     if not isinstance(center, bool):
         raise TypeError(f"center must be a bool, got {type(center).__name__}")
-    a, b = features.float(), other.float()
+    a, b = at_least_float32(features), at_least_float32(other)
     if center:
         a, b = a - a.mean(dim=1, keepdim=True), b - b.mean(dim=1, keepdim=True)
     a, b = F.normalize(a, dim=-1), F.normalize(b, dim=-1)
@@ -67,7 +68,7 @@ def positive_overlap(positive: Tensor) -> Tensor:
         raise TypeError("positive must be a bool tensor [..., Ti, Tj] (the positives of frame_pseudo_labels)")
     if positive.ndim < 2 or positive.shape[-2] < 2:
         raise ValueError(f"positive must be [..., Ti, Tj] with Ti >= 2 query frames, got {tuple(positive.shape)}")
-    p = positive.float().flatten(0, -3) if positive.ndim > 2 else positive.float()[None]
+    p = at_least_float32(positive).flatten(0, -3) if positive.ndim > 2 else at_least_float32(positive)[None]
     inter = p @ p.transpose(1, 2)
     sizes = p.sum(-1)
     union = sizes[:, :, None] + sizes[:, None, :] - inter

@@ -203,7 +203,7 @@ def sinusoidal_positions(length: int, dim: int) -> Tensor:
     pos = torch.arange(length, dtype=torch.float64)[:, None]
     freq = torch.pow(10000.0, -2 * (torch.arange(dim) // 2).double() / dim)
     angle = pos * freq
-    return torch.where(torch.arange(dim) % 2 == 0, angle.sin(), angle.cos()).float()
+    return torch.where(torch.arange(dim) % 2 == 0, angle.sin(), angle.cos()).to(torch.get_default_dtype())
 
 
 class _Block(nn.Module):

@@ -172,6 +172,6 @@ class DinoTeacher(nn.Module):
             >>> teacher(torch.zeros(2, 224, 224, 3, dtype=torch.uint8)).shape  # doctest: +SKIP
             torch.Size([2, 384])
         """
-        x = frames.permute(0, 3, 1, 2).float().div(255).to(self.mean.device)
+        x = frames.permute(0, 3, 1, 2).to(self.mean.dtype).div(255).to(self.mean.device)
         x = nn.functional.interpolate(x, size=(224, 224), mode="bilinear", antialias=True, align_corners=False)
         return self.vit((x - self.mean) / self.std)

@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 from hapref import distributed as hd
 from hapref.losses import frame_level_ap_loss, frame_pseudo_labels, teacher_frame_similarity
+from hapref.utils import at_least_float32
 
 #: Where the ranking losses rank each query: against the global batch of all ranks, or the rank's own batch.
 AP_SCOPES: tuple[str, ...] = ("global", "per_rank")
@@ -172,12 +173,12 @@ def hapvr_global_terms(model: nn.Module, objective: nn.Module, features: Tensor,
     x = model.index(features)
     frame_rows = model.frame_similarity(x, hd.all_gather_with_grad(x))           # [n, N, T, T]
     video_rows, reg = model.video_similarity(frame_rows)                          # [n, N], sum over the rows
-    video = hd.all_gather_with_grad(video_rows.float())                           # [N, N]
+    video = hd.all_gather_with_grad(at_least_float32(video_rows))                           # [N, N]
     rel = block_relevance(relevance.bool())
     w = objective.weights
     hard_negative, self_sim = objective.sshn(video, rel)
     terms = {"infonce": objective.infonce(video, rel), "sshn": w.sshn * (hard_negative + self_sim),
-             "reg": w.reg * reg.float() * world}
+             "reg": w.reg * at_least_float32(reg) * world}
     if objective.video_loss is not None:
         terms["video_ap"] = w.video * objective.video_loss(video, rel)
     if objective.frame_loss is not None:
@@ -187,7 +188,7 @@ def hapvr_global_terms(model: nn.Module, objective: nn.Module, features: Tensor,
             similarity = teacher_frame_similarity(teacher, hd.all_gather_tensor(teacher), center=center)
             pos, neg = frame_pseudo_labels(similarity, objective.top_rate, objective.bottom_rate)
         pairs = rel[rows]
-        part = frame_level_ap_loss(frame_rows.float(), pos, neg, pairs, objective.frame_loss)
+        part = frame_level_ap_loss(at_least_float32(frame_rows), pos, neg, pairs, objective.frame_loss)
         t = frame_rows.shape[-1]
         count = hd.count_ranked_queries(pos[pairs].reshape(-1, t), ~(pos | neg)[pairs].reshape(-1, t))
         terms["frame_ap"] = w.frame * hd.global_mean(part, count)

@@ -43,7 +43,7 @@ from hapref.train.distributed_step import (check_ap_scope, global_scope, hapvr_g
                                            rank_stream)
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import named_profile, override_all
-from hapref.utils import get_device
+from hapref.utils import at_least_float32, get_device
 
 LOSSES: tuple[str, ...] = VIDEO_LOSSES
 #: The paper's method: QuadLinear-AP at the video level (plus the frame-level AP term, HAP-VR Eq. 15).
@@ -454,7 +454,8 @@ class HAPVRTask:
         # stand-in teachers (global CNN / region-mean descriptors) are centred per video (teacher_frame_similarity)
         teacher = (teacher_frame_similarity(batch["teacher"], center=self.profile.teacher == "backbone")
                    if self.variant.frame_ap else None)
-        return self.objective(video_sim.float(), batch["relevance"], reg.float(), frame_sims.float(), teacher)
+        return self.objective(at_least_float32(video_sim), batch["relevance"], at_least_float32(reg),
+                              at_least_float32(frame_sims), teacher)
 
     def scores(self, model: VideoSimilarityNetwork) -> Tensor:
         """Query × database similarities ``[Q, M]`` on the model's device (HAP-VR Eq. 3–5: region, frame and
@@ -477,7 +478,7 @@ class HAPVRTask:
                            d.database_valid.to(device))
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        return map_and_micro_ap(self.scores(model).float().cpu(), self.data.relevance)
+        return map_and_micro_ap(at_least_float32(self.scores(model)).cpu(), self.data.relevance)
 
 
 def untrained_scores(profile: str, measure: str = "chamfer", k: float = 0.0) -> Tensor:

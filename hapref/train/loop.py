@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from hapref import distributed as hd
 from hapref.files import atomic_write_bytes
 from hapref.train.distributed_step import gather_objects, mean_terms
-from hapref.utils import get_device, seed_everything
+from hapref.utils import at_least_float32, get_device, seed_everything
 
 CHECKPOINT = "checkpoint.pt"
 CONFIG = "config.json"
@@ -498,7 +498,7 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
                 terms = task.loss(model, batch)
             if "loss" not in terms:
                 raise ValueError(f"task.loss must return a dict with key 'loss', got keys {sorted(terms)}")
-            loss = terms["loss"].float()
+            loss = at_least_float32(terms["loss"])
             logged = mean_terms(terms)      # averaged over ranks, so a non-finite loss stops every rank together
             if not math.isfinite(logged["loss"]):
                 raise FloatingPointError(f"non-finite loss {logged['loss']} at step {step}")

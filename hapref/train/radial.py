@@ -25,6 +25,7 @@ from hapref.models.radial import QuadletVideoNet
 from hapref.distributed import get_world_size, rank_rows
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
+from hapref.utils import at_least_float32
 
 __all__ = ["DEFAULT_LOSS", "LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "extract_finegrained_features",
            "finegrained_features", "make_loss", "order_metrics", "summary_line"]
@@ -217,7 +218,7 @@ class RadialTask:
             True
         """
         device = next(model.parameters()).device
-        return model.embed_features(split.features.to(device), split.lengths).float()
+        return at_least_float32(model.embed_features(split.features.to(device), split.lengths))
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         return order_metrics(self.embed(model, self.train_split), self.embed(model, self.test_split),

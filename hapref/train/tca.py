@@ -46,7 +46,7 @@ from hapref.metrics import map_and_micro_ap
 from hapref.train.distributed_step import enqueue_all_ranks, global_contrastive_similarities, rank_batch, rank_stream
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import named_profile, override_all
-from hapref.utils import get_device
+from hapref.utils import at_least_float32, get_device
 from hapref.validation import renamed_keywords
 
 LOSSES: tuple[str, ...] = ("infonce", "circle", "triplet")
@@ -507,10 +507,10 @@ class TCATask:
             flags = batch[f"{name}_valid"]
             return None if bool(flags.all()) else flags
 
-        query = model(batch["anchor"], valid("anchor")).float()
+        query = at_least_float32(model(batch["anchor"], valid("anchor")))
         with torch.no_grad():                                   # key encoder = query encoder (momentum 0)
-            key = model.keys(batch["positive"], valid("positive")).float()
-            negatives = (model.keys(batch["distractors"], valid("distractors")).float()
+            key = at_least_float32(model.keys(batch["positive"], valid("positive")))
+            negatives = (at_least_float32(model.keys(batch["distractors"], valid("distractors")))
                          if model.bank is not None else None)
         # torchrun: every rank's keys are in-batch negatives, every rank's distractors enter the bank
         sims, valid = global_contrastive_similarities(query, key, model.bank, batch["clips"])
@@ -542,9 +542,9 @@ class TCATask:
         device = next(model.parameters()).device
         d = self.data
         q, qm, b, bm = d.queries.to(device), d.query_valid.to(device), d.database.to(device), d.database_valid.to(device)
-        out = {"c": (model(q, qm).float() @ model(b, bm).float().T).cpu()}
+        out = {"c": (at_least_float32(model(q, qm)) @ at_least_float32(model(b, bm)).T).cpu()}
         if hasattr(getattr(model, "aggregator", model), "frame_embeddings"):
-            qf, bf = model.frame_embeddings(q, qm).float(), model.frame_embeddings(b, bm).float()
+            qf, bf = at_least_float32(model.frame_embeddings(q, qm)), at_least_float32(model.frame_embeddings(b, bm))
             out.update({"f": frame_scores(qf, bf, qm, bm, "chamfer").cpu(),
                         "sym": frame_scores(qf, bf, qm, bm, "symmetric_chamfer").cpu()})
         return out
