@@ -6,7 +6,6 @@ does the rest: AdamW, linear warm-up + cosine schedule (the S2VS/HAP-VR schedule
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import math
@@ -25,6 +24,7 @@ from tqdm.auto import tqdm
 
 from hapref import distributed as hd
 from hapref.files import atomic_write_bytes
+from hapref.train import constructors
 from hapref.train.distributed_step import gather_objects, mean_terms
 from hapref.utils import at_least_float32, get_device, seed_everything
 
@@ -539,19 +539,13 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     return TrainResult(model=model, history=history, metrics=metrics)
 
 
-def _import_factory(path: str) -> Any:
-    """``"hapref.module:function"`` -> the callable (only hapref's own constructors are accepted)."""
-    module_name, _, attr = path.partition(":")
-    if not module_name.startswith("hapref.") or not attr or not attr.isidentifier():
-        raise ValueError(f"model factory must be 'hapref.<module>:<name>', got {path!r}")
-    return getattr(importlib.import_module(module_name), attr)
-
-
 def load_run(path: str | Path, map_location: str | torch.device = "cpu") -> tuple[nn.Module, dict[str, Any]]:
     """The trained model of a run folder, in eval mode, and its ``config.json`` (one call; no training data needed).
 
     The model is rebuilt from the recorded constructor (``config["model"]``: factory and keyword arguments)
-    and loaded from ``checkpoint.pt`` with ``weights_only=True``. ``config["preprocess"]`` holds the modules
+    and loaded from ``checkpoint.pt`` with ``weights_only=True``. ``config.json`` is treated as data: the
+    factory must be one of :data:`hapref.train.constructors.MODEL_CONSTRUCTORS` and each argument must fit
+    its signature, else a ValueError names the field (nothing is called). ``config["preprocess"]`` holds the modules
     to apply to new inputs before the model, rebuilt from the checkpoint (e.g. ``"whitening"``, the
     :class:`~hapref.features.PCAWhitening` the model was trained behind).
 
@@ -585,7 +579,10 @@ def load_run(path: str | Path, map_location: str | torch.device = "cpu") -> tupl
     if not isinstance(spec, dict) or "factory" not in spec:
         raise ValueError(f"{folder / CONFIG} records no model constructor (written by an older hapref or by "
                          f"fit() on a task without model_spec())")
-    model = _import_factory(spec["factory"])(**spec.get("kwargs", {}))
+    # config.json is data: only allow-listed hapref constructors, arguments checked before any call
+    factory = constructors.resolve(spec["factory"], constructors.MODEL_CONSTRUCTORS,
+                                   f"{folder / CONFIG}: model.factory")
+    model = constructors.checked_call(factory, spec.get("kwargs", {}), f"{folder / CONFIG}: model.kwargs")
     state = load_checkpoint(folder, map_location=map_location)
     model.load_state_dict(state["model"])
     preprocess = {}
@@ -593,6 +590,8 @@ def load_run(path: str | Path, map_location: str | torch.device = "cpu") -> tupl
         factory = (spec.get("preprocess") or {}).get(name)
         if factory is None:
             raise ValueError(f"{folder / CONFIG} lacks the constructor of the checkpoint's {name!r} module")
-        preprocess[name] = _import_factory(factory)(**tensors).eval()
+        field = f"{folder / CONFIG}: model.preprocess.{name}"
+        cls = constructors.resolve(factory, constructors.PREPROCESS_CONSTRUCTORS, field)
+        preprocess[name] = constructors.checked_call(cls, tensors, field, tensors=True).eval()
     config["preprocess"] = preprocess
     return model.eval(), config
