@@ -25,6 +25,7 @@ import json
 import os
 import pickle
 import sys
+import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -35,7 +36,7 @@ from torch.utils.data import Dataset
 
 from hapref.data import sources, transforms
 from hapref.data.cache import FORMAT_VERSION, config_key, data_root, source_digest
-from hapref.files import atomic_torch_save
+from hapref.files import atomic_torch_save, load_verified, set_aside
 from hapref.data.datasets import VideoDataset
 
 #: Relevance levels stored in :attr:`CopyBenchmark.levels` (0 = distractor).
@@ -96,11 +97,12 @@ def _scenes() -> list[str]:
 
 @contextlib.contextmanager
 def _one_thread() -> Iterator[None]:
-    """Run torch on one CPU thread inside the block, then restore the previous count.
+    """Run torch on one CPU thread with a float32 default dtype inside the block, then restore both.
 
-    Rendering is many small tensor ops: one thread is faster than several, and the rounding of a few
-    floating-point kernels depends on how the work is split between threads, so pinning the count keeps the
-    bytes the same on every machine.
+    Rendering is many small tensor ops, where one thread is faster than several. The bytes do not depend on
+    it: pixels are computed in float64 and rounded by :func:`hapref.data.pixels.round_pixels`, which gives the
+    same bytes for any thread count and CPU (``tests/test_portable.py``). The float32 default keeps the random
+    stream the same when the caller computes in float64 (:func:`hapref.data.pixels.float32_draws`).
     """
     previous, dtype = torch.get_num_threads(), torch.get_default_dtype()
     torch.set_num_threads(1)
@@ -351,7 +353,7 @@ class CopyBenchmark:
             >>> loaded.fingerprint() == bench.fingerprint(), loaded.database.ids == bench.database.ids
             (True, True)
         """
-        payload = torch.load(path, weights_only=True)
+        payload = load_verified(path, expect=dict)  # CRC-checked: a flipped bit is a CorruptFileError
         if payload.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"path {path} holds format version {payload.get('format_version')}, "
                              f"expected {FORMAT_VERSION}")
@@ -477,8 +479,9 @@ def build_copy_benchmark(profile: str = "quick", seed: int = 0, root: str | os.P
     if path.exists():
         try:
             return CopyBenchmark.load(path)
-        except (ValueError, RuntimeError, EOFError, KeyError, pickle.UnpicklingError):
-            path.unlink(missing_ok=True)  # unreadable or stale: regenerate
+        except (ValueError, RuntimeError, EOFError, KeyError, TypeError, pickle.UnpicklingError) as err:
+            aside = set_aside(path)  # corrupt or stale: kept for inspection, never deleted silently
+            warnings.warn(f"{err}; set aside as {aside.name}, regenerating", stacklevel=2)
     bench = generate_copy_benchmark(config)
     atomic_torch_save(bench._payload(), path)
     bench.path = path

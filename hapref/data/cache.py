@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
+
+from hapref.files import CorruptFileError, load_verified, set_aside
 
 #: Bump whenever the bytes a generator produces for a given config change: old caches then stop matching.
 FORMAT_VERSION = 4
@@ -64,8 +67,9 @@ def source_digest(*modules: ModuleType) -> str:
 def load_cached(path: str | os.PathLike) -> dict[str, Any] | None:
     """The tensors dict cached at ``path`` (``torch.load`` with ``weights_only=True``), or ``None`` when there is none.
 
-    A damaged cache file (truncated, foreign, unreadable) is deleted and ``None`` returned, so the caller
-    regenerates it instead of failing on every later run.
+    The file's CRC-32s are checked first (:func:`hapref.files.load_verified`). A damaged cache (a flipped bit,
+    truncated, foreign, not a dict, a folder in its place) is set aside as ``<name>.corrupt-<time>`` with a
+    warning naming it, and ``None`` returned, so the caller regenerates it instead of training on wrong bytes.
 
     Examples:
         >>> import tempfile, torch
@@ -75,16 +79,12 @@ def load_cached(path: str | os.PathLike) -> dict[str, Any] | None:
         ...     load_cached(path), path.exists()
         (None, False)
     """
-    import torch
-
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         return None
     try:
-        value = torch.load(path, weights_only=True)
-    except Exception:  # noqa: BLE001 - any unreadable file is regenerated
-        value = None
-    if not isinstance(value, dict):
-        path.unlink(missing_ok=True)
+        return load_verified(path, expect=dict)
+    except CorruptFileError as err:
+        aside = set_aside(path)
+        warnings.warn(f"{err}; set aside as {aside.name}, regenerating", stacklevel=2)
         return None
-    return value

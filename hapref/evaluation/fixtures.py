@@ -307,5 +307,5 @@ def write_features(path: str | os.PathLike, dataset: str, root: str | os.PathLik
     with h5py.File(path, "w") as f:
         for vid, x in features.items():
             if vid not in dropped:
-                f.create_dataset(vid + suffix, data=x)
+                f.create_dataset(vid + suffix, data=x, fletcher32=True)  # HDF5 verifies it on read
     return path

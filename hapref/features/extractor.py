@@ -9,6 +9,7 @@ import hashlib
 import json
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from hapref.features import backbones as backbones_module, pooling as pooling_mo
 from hapref.features.backbones import Backbone, load_backbone, to_float_frames
 from hapref.features.pooling import POOLINGS, pool_layers
 from hapref.features.whitening import PCAWhitening
-from hapref.files import atomic_torch_save
+from hapref.files import CorruptFileError, atomic_torch_save, load_verified, set_aside
 
 
 def released_frames(frames: Tensor, resize: int = 256, crop: int = 224) -> Tensor:
@@ -233,9 +234,17 @@ class FeatureExtractor(nn.Module):
             if folder is not None:
                 content = hashlib.sha256(frames.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
                 path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', str(video_id))}-{content}.pt"
-            if path is not None and path.is_file():
-                features[video_id] = torch.load(path, map_location=self.device, weights_only=True)
-                continue
+            if path is not None and path.exists():
+                try:
+                    cached = load_verified(path, map_location=self.device, expect=Tensor)
+                    if cached.ndim < 2 or cached.shape[0] != frames.shape[0] or not cached.is_floating_point():
+                        raise CorruptFileError(f"{path} holds features of shape {tuple(cached.shape)} "
+                                               f"({cached.dtype}) for {frames.shape[0]} frames")
+                    features[video_id] = cached
+                    continue
+                except CorruptFileError as err:
+                    aside = set_aside(path)
+                    warnings.warn(f"{err}; set aside as {aside.name}, recomputing", stacklevel=2)
             features[video_id] = self(frames)
             if path is not None:
                 atomic_torch_save(features[video_id].cpu(), path)

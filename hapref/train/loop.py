@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from hapref import distributed as hd
-from hapref.files import atomic_write_bytes
+from hapref.files import CorruptFileError, atomic_write_bytes, load_verified
 from hapref.train import constructors
 from hapref.train.distributed_step import gather_objects, mean_terms
 from hapref.utils import at_least_float32, get_device, seed_everything
@@ -276,10 +276,10 @@ def load_checkpoint(out_dir: str | Path, map_location: str | torch.device = "cpu
     if not path.is_file():
         raise ValueError(f"no checkpoint at {path}")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as err:  # truncated zip, foreign pickle, ...: report the file, never the unsafe loader
-        raise ValueError(f"{path} is not a readable hapref checkpoint ({type(err).__name__}); delete it and train "
-                         f"again (--force), or restore it from a copy") from None
+        return load_verified(path, map_location=map_location, expect=dict)  # CRC-checked before unpickling
+    except CorruptFileError as err:  # a flipped bit, truncated zip, foreign pickle: refused, left in place
+        raise ValueError(f"{err}: not resuming from or loading a corrupt checkpoint; delete it and train again "
+                         f"(--force), or restore it from a copy") from None
 
 
 def _evaluate(task: Task, model: nn.Module) -> dict[str, float]:
