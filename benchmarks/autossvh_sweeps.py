@@ -59,7 +59,15 @@ def main(argv: list[str] | None = None) -> int:
                                              "autossvh_sweeps.json"))
     args = parser.parse_args(argv)
     # float64 on CPUs, as the chapters: the stored rows then reproduce on every CPU (hapref.utils.portable_precision)
+    previous = torch.get_default_dtype()
     dtype = portable_precision(args.profile != "full")
+    try:
+        return _sweep_and_write(args, dtype)
+    finally:
+        torch.set_default_dtype(previous)      # main() also runs inside other programs (the tests)
+
+
+def _sweep_and_write(args: argparse.Namespace, dtype: torch.dtype) -> int:
     wall, cpu = time.perf_counter(), time.process_time()
     results = run_sweep(args.profile, tuple(args.seeds))
     results.update(dtype=str(dtype).removeprefix("torch."), threads=torch.get_num_threads(),

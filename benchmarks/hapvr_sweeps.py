@@ -100,7 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "book" / "data" / "hapvr_sweeps.json"))
     args = parser.parse_args(argv)
     # float64 on CPUs, as the chapters: the stored rows then reproduce on every CPU (hapref.utils.portable_precision)
+    previous = torch.get_default_dtype()
     dtype = portable_precision(args.profile != "full")
+    try:
+        return _sweep_and_write(args, dtype)
+    finally:
+        torch.set_default_dtype(previous)      # main() also runs inside other programs (the tests)
+
+
+def _sweep_and_write(args: argparse.Namespace, dtype: torch.dtype) -> int:
     wall, cpu = time.perf_counter(), time.process_time()
     torch.set_num_threads(1)  # as chapter 4's quick runs, which must reproduce the stored rows
     results = run_sweep(args.profile, tuple(args.seeds), args.steps)
