@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import random
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -20,6 +22,32 @@ def at_least_float32(x: torch.Tensor) -> torch.Tensor:
         (torch.float32, torch.float64)
     """
     return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+def cache_per_dtype(maxsize: int = 4) -> Callable[[Callable], Callable]:
+    """``functools.lru_cache`` whose key also holds the default dtype (features cached in float64 by a chapter
+    must not be handed to a float32 caller in the same process).
+
+    Examples:
+        >>> @cache_per_dtype()
+        ... def zeros(n):
+        ...     return torch.zeros(n)
+        >>> previous = torch.get_default_dtype()
+        >>> a = zeros(2); _ = portable_precision(); b = zeros(2); _ = torch.set_default_dtype(previous)
+        >>> a.dtype, b.dtype, zeros(2) is a
+        (torch.float32, torch.float64, True)
+    """
+    def decorate(fn: Callable) -> Callable:
+        @functools.lru_cache(maxsize=maxsize)
+        def cached(dtype: torch.dtype, *args, **kwargs):
+            return fn(*args, **kwargs)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return cached(torch.get_default_dtype(), *args, **kwargs)
+        wrapper.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        return wrapper
+    return decorate
 
 
 def portable_precision(enabled: bool = True) -> torch.dtype:

@@ -21,7 +21,6 @@ Evaluation is tie-aware: mAP@N is the expected value over the orders of equally 
 
 from __future__ import annotations
 
-import functools
 import json
 
 import torch
@@ -37,6 +36,7 @@ from hapref.distributed import all_gather_with_grad, rank_rows
 from hapref.train.distributed_step import gather_rows, rank_batch, rank_stream
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
+from hapref.utils import cache_per_dtype
 
 __all__ = ["LOSSES", "PROFILES", "AutoSSVHTask", "build", "fixed_length", "hamming_scores", "hashing_metrics",
            "summary_line", "video_features", "view_overlap"]
@@ -110,7 +110,7 @@ PROFILES: dict[str, dict] = {
 NS = (5, 20, 40, 60, 80, 100)
 
 
-@functools.lru_cache(maxsize=4)
+@cache_per_dtype(maxsize=4)
 def video_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, FeatureSplit]:
     """Frozen frame features of the (train, test) fine-grained videos of ``profile``, computed once per process.
 
@@ -128,7 +128,7 @@ def video_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, Feat
     return extract_finegrained_features(settings["data"], settings["backbone"], data_seed)
 
 
-@functools.lru_cache(maxsize=4)
+@cache_per_dtype(maxsize=4)
 def _features(data_and_backbone: str) -> tuple[FeatureSplit, FeatureSplit]:
     """Frozen frame features of overridden settings (JSON of ``data`` and ``backbone``), once per process."""
     settings = json.loads(data_and_backbone)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass, fields, replace
-from functools import lru_cache
 from typing import Any
 
 import torch
@@ -43,7 +42,7 @@ from hapref.train.distributed_step import (check_ap_scope, global_scope, hapvr_g
                                            rank_stream)
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import named_profile, override_all
-from hapref.utils import at_least_float32, get_device
+from hapref.utils import at_least_float32, cache_per_dtype, get_device
 
 LOSSES: tuple[str, ...] = VIDEO_LOSSES
 #: The paper's method: QuadLinear-AP at the video level (plus the frame-level AP term, HAP-VR Eq. 15).
@@ -218,7 +217,7 @@ class FrameEncoder:
         return regions.view(*views.shape[:2], *regions.shape[1:]), teacher.view(*views.shape[:2], -1), labels
 
 
-@lru_cache(maxsize=2)
+@cache_per_dtype(maxsize=2)
 def feature_videos(path: str, held_out: int) -> tuple[list[Tensor], list[Tensor]]:
     """(training, held-out) ``[T, R, D]`` videos of an HDF5 features file; the last ``held_out`` are held out.
 
@@ -270,7 +269,7 @@ def _prepare_from_features(p: HAPVRProfile) -> HAPVRData:
                      database_valid=valid.clone(), relevance=relevance)
 
 
-@lru_cache(maxsize=2)
+@cache_per_dtype(maxsize=2)
 def _frame_clips(root: str, size: int, length: int) -> FrameClips:
     return FrameClips(root, size, length)
 
@@ -302,7 +301,7 @@ def training_clips(bench, profile: HAPVRProfile, clips: Tensor) -> Tensor:
     return torch.stack([source[int(c)][::profile.stride] for c in clips])
 
 
-@lru_cache(maxsize=4)
+@cache_per_dtype(maxsize=4)
 def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRData:
     """The cached pool of augmented batches and the benchmark features of ``profile``, on disk and in memory.
 

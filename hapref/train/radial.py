@@ -10,7 +10,6 @@ against the train split.
 
 from __future__ import annotations
 
-import functools
 import json
 
 import torch
@@ -25,7 +24,7 @@ from hapref.models.radial import QuadletVideoNet
 from hapref.distributed import get_world_size, rank_rows
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
-from hapref.utils import at_least_float32
+from hapref.utils import at_least_float32, cache_per_dtype
 
 __all__ = ["DEFAULT_LOSS", "LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "extract_finegrained_features",
            "finegrained_features", "make_loss", "order_metrics", "summary_line"]
@@ -51,7 +50,7 @@ PROFILES: dict[str, dict] = {
 }
 
 
-@functools.lru_cache(maxsize=4)
+@cache_per_dtype(maxsize=4)
 def finegrained_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, FeatureSplit]:
     """Frame features of the (train, test) fine-grained videos of ``profile``, computed once and cached.
 
@@ -72,7 +71,7 @@ def _profile(profile: str | dict) -> dict:
     return PROFILES[profile]
 
 
-@functools.lru_cache(maxsize=4)
+@cache_per_dtype(maxsize=4)
 def _features(data_and_backbone: str) -> tuple[FeatureSplit, FeatureSplit]:
     settings = json.loads(data_and_backbone)
     settings["data"]["frames"] = tuple(settings["data"]["frames"])

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass, fields, replace
-from functools import lru_cache
 from typing import Any
 
 import torch
@@ -46,7 +45,7 @@ from hapref.metrics import map_and_micro_ap
 from hapref.train.distributed_step import enqueue_all_ranks, global_contrastive_similarities, rank_batch, rank_stream
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import named_profile, override_all
-from hapref.utils import at_least_float32, get_device
+from hapref.utils import at_least_float32, cache_per_dtype, get_device
 from hapref.validation import renamed_keywords
 
 LOSSES: tuple[str, ...] = ("infonce", "circle", "triplet")
@@ -182,7 +181,7 @@ class TCAData:
     relevance: Tensor        # [Q, M] bool (DSVR)
 
 
-@lru_cache(maxsize=4)
+@cache_per_dtype(maxsize=4)
 def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: bool = False) -> TCAData:
     """Frame descriptors (``pooling`` of TCA Eq. 1) of the training views and of the benchmark, cached on disk.
 
