@@ -67,7 +67,19 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
 
 
 class CorruptFileError(ValueError):
-    """A file hapref wrote fails its integrity check (CRC mismatch, not a torch archive, a folder, wrong type)."""
+    """A file hapref wrote fails its integrity check (CRC mismatch, not a torch archive, a folder, wrong type).
+
+    A ``ValueError``, so code that catches bad input catches it too; the message names the file.
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     try:
+        ...         load_verified(Path(d))  # a folder where a file belongs
+        ...     except CorruptFileError as err:
+        ...         print(type(err).__mro__[1].__name__, str(err).endswith("is not a file"))
+        ValueError True
+    """
 
 
 def verify_torch_file(path: str | os.PathLike) -> Path:

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from hapref.losses.embeddings import EmbeddingLoss
+from hapref.losses.embeddings import EmbeddingLoss, refuse_labels_as_relevance
 from hapref.validation import check_scores_relevance, renamed_keywords
 
 
@@ -79,6 +79,7 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
             >>> round(loss.item(), 3)
             0.083
         """
+        refuse_labels_as_relevance(self, scores, relevance)
         scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, finite=True)
         if scores.dtype in (torch.float16, torch.bfloat16):
             scores = scores.float()

@@ -18,6 +18,24 @@ from hapref.validation import as_tensor, check_float_tensor
 __all__ = ["EmbeddingLoss", "embedding_batch"]
 
 
+def refuse_labels_as_relevance(loss: object, scores: object, relevance: object) -> None:
+    """A clear error when a score-matrix loss is called PML's way, ``loss(embeddings, labels)``.
+
+    Examples:
+        >>> from hapref.losses import QuadLinearAP
+        >>> QuadLinearAP()(torch.randn(8, 4), torch.arange(8))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: relevance must be a [Q, M] bool matrix, got 1-D shape (8,) (class labels?): ... hapref.losses.pml.QuadLinearAP() ...
+    """
+    if getattr(relevance, "ndim", None) == 1 and getattr(scores, "ndim", None) == 2:
+        name = type(loss).__name__
+        raise ValueError(f"relevance must be a [Q, M] bool matrix, got 1-D shape {tuple(relevance.shape)} (class "
+                         f"labels?): this {name} takes (scores, relevance, ignore); for loss(embeddings, labels) use "
+                         f"hapref.losses.pml.{name}() (pytorch-metric-learning's call, miners accepted) or "
+                         f"{name}().on_embeddings(embeddings, labels)")
+
+
 def _labels(labels: object, name: str, n: int, device: torch.device) -> Tensor:
     labels = as_tensor(labels)
     if not isinstance(labels, Tensor):

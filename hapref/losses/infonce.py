@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from hapref.losses.embeddings import EmbeddingLoss
+from hapref.losses.embeddings import EmbeddingLoss, refuse_labels_as_relevance
 from hapref.validation import check_scores_relevance, renamed_keywords
 
 
@@ -65,6 +65,7 @@ class InfoNCE(EmbeddingLoss, nn.Module):
             >>> bool(loss(scores, relevance, ignore=ignore) == loss(scores, relevance)), loss(scores, relevance).ndim
             (True, 0)
         """
+        refuse_labels_as_relevance(self, scores, relevance)
         scores, relevance, ignore = _square(scores, relevance, ignore)
         logits = _promote(scores) / self.temperature
         positive, negative = relevance & ~ignore, ~relevance & ~ignore
