@@ -49,7 +49,7 @@ def main() -> None:
         return (queries @ database.T).topk(args.k, dim=1)
 
     def faiss_search() -> tuple[torch.Tensor, torch.Tensor]:
-        return HammingIndex(packed_db).search(packed_q, args.k)
+        return HammingIndex(packed_db, packed=True).search(packed_q, args.k)
 
     scores, _ = dense()
     distances, _ = faiss_search()
@@ -57,7 +57,7 @@ def main() -> None:
 
     t_dense = seconds(dense, CPU, args.repeats)
     t_index = seconds(faiss_search, CPU, args.repeats)
-    index = HammingIndex(packed_db)
+    index = HammingIndex(packed_db, packed=True)
     t_search = seconds(lambda: index.search(packed_q, args.k), CPU, args.repeats)
     t_pack = seconds(lambda: pack_codes(database), CPU, args.repeats)
     float_mib, packed_mib = database.numel() * 4 / 2**20, packed_db.numel() / 2**20

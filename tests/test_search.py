@@ -46,7 +46,7 @@ def test_pack_unpack_round_trip_and_bit_order():
     (torch.full((3, 8), 0.5), ValueError, "±1 or only 0/1"),
     (torch.tensor([[1., -1, 0, 1, 1, 1, 1, 1]]), ValueError, "mixes"),
     (torch.ones(8), ValueError, "2-D"),
-    (torch.ones(2, 8, dtype=torch.uint8), TypeError, "packed"),
+    (torch.full((2, 8), 7, dtype=torch.uint8), ValueError, "packed=True"),
     ([[1, -1]], TypeError, "numpy array"),
 ])
 def test_pack_codes_rejects_bad_input(bad, error, text):
@@ -66,7 +66,7 @@ def test_unpack_codes_rejects_bad_input():
 @pytest.mark.parametrize("packed_input", [True, False])
 def test_hamming_index_matches_brute_force(packed_input):
     db, q = random_codes(3000, 64, 1), random_codes(40, 64, 2)
-    index = HammingIndex(pack_codes(db) if packed_input else db)
+    index = HammingIndex(pack_codes(db), packed=True) if packed_input else HammingIndex(db)
     assert len(index) == 3000 and index.bits == 64
     k = 25
     dist, ids = index.search(pack_codes(q) if packed_input else q, k)
@@ -82,7 +82,7 @@ def test_hamming_index_matches_brute_force(packed_input):
 def test_hamming_index_add_save_load_range_search(tmp_path):
     db, q = random_codes(600, 32, 3), random_codes(7, 32, 4)
     index = HammingIndex(db[:400])
-    index.add(pack_codes(db[400:]))
+    index.add(db[400:])
     assert len(index) == 600
     path = tmp_path / "codes.faiss"
     index.save(path)
@@ -111,8 +111,10 @@ def test_hamming_ivf_with_all_lists_probed_is_exact():
 
 def test_hamming_index_rejects_bad_input(tmp_path):
     index = HammingIndex(random_codes(20, 16, 7))
-    with pytest.raises(ValueError, match="2 bytes"):
+    with pytest.raises(ValueError, match="multiple of 8"):
         index.search(torch.zeros(1, 3, dtype=torch.uint8), 1)
+    with pytest.raises(ValueError, match="16 bits per code"):
+        index.search(torch.zeros(1, 8, dtype=torch.uint8), 1)
     with pytest.raises(ValueError, match="at most the number"):
         index.search(random_codes(1, 16, 8), 21)
     with pytest.raises(ValueError, match="positive int"):
@@ -224,14 +226,14 @@ def test_hamming_map_at_n_equals_dense_tie_aware(multi_label, convention):
     else:
         db_labels, q_labels = torch.randint(0, 8, (800,), generator=g), torch.randint(0, 9, (30,), generator=g)
         relevance = q_labels[:, None] == db_labels[None, :]
-    index = HammingIndex(pack_codes(db))
+    index = HammingIndex(pack_codes(db), packed=True)
     full = brute_hamming(q, db)
     keep = relevance.any(1)
     for n in (1, 20, 100, 1000):
         dense = map_at_n_tie_aware(full[keep], relevance[keep], n, convention)
         got = hamming_map_at_n(index, pack_codes(q), q_labels, db_labels, n, convention)
         assert float(got) == pytest.approx(float(dense), abs=1e-12)
-    several = hamming_map_at_ns(index, q, q_labels, db_labels, [5, 20, 100], convention)
+    several = hamming_map_at_ns(index, pack_codes(q), q_labels, db_labels, [5, 20, 100], convention)
     for value, n in zip(several.tolist(), (5, 20, 100)):
         assert value == pytest.approx(float(map_at_n_tie_aware(full[keep], relevance[keep], n, convention)), abs=1e-12)
 
@@ -247,3 +249,54 @@ def test_hamming_map_at_n_rejects_bad_input():
         hamming_map_at_n(index, q, torch.tensor([0, 1]), torch.zeros(10, 3, dtype=torch.bool), 3)
     with pytest.raises(TypeError, match="HammingIndex"):
         hamming_map_at_n(q, q, torch.tensor([0, 1]), torch.zeros(10, dtype=torch.long), 3)
+
+
+# ------------------------------------------------------------ FAISS idioms: no guessing, NumPy, ids, approximate
+def test_uint8_zero_one_codes_are_codes_not_bytes():
+    rng = np.random.default_rng(0)
+    np01 = rng.integers(0, 2, (500, 64)).astype(np.uint8)          # the [N, 64] 0/1 codes of a NumPy user
+    index = HammingIndex(np01)
+    assert index.bits == 64 and len(index) == 500
+    dist, ids = index.search(np01[:3], 1)
+    assert isinstance(dist, np.ndarray) and isinstance(ids, np.ndarray)  # NumPy in, NumPy out
+    assert ids[:, 0].tolist() == [0, 1, 2] and dist[:, 0].tolist() == [0, 0, 0]
+    packed = HammingIndex(pack_codes(np01).numpy(), packed=True)       # bytes only when declared
+    assert packed.bits == 64 and np.array_equal(packed.search(pack_codes(np01[:3]).numpy(), 1)[1], ids)
+    with pytest.raises(ValueError, match="packed=True"):
+        HammingIndex(pack_codes(np01).numpy())                          # bytes given as codes: refused, not read
+
+
+def test_ids_are_returned_and_survive_save_and_load(tmp_path):
+    db = random_codes(40, 16, 21)
+    video_ids = np.arange(1000, 1040) * 7
+    index = HammingIndex(db, ids=video_ids)
+    _, got = index.search(db[:5], 1)
+    assert got[:, 0].tolist() == video_ids[:5].tolist()
+    index.add(random_codes(2, 16, 22), ids=[5, 6])
+    with pytest.raises(ValueError, match="needs one id per code"):
+        index.add(random_codes(1, 16, 23))
+    index.save(tmp_path / "codes.faiss")
+    loaded = HammingIndex.load(tmp_path / "codes.faiss")
+    assert all(torch.equal(a, b) for a, b in zip(loaded.search(db[:5], 3), index.search(db[:5], 3)))
+    vectors = torch.nn.functional.normalize(torch.randn(30, 8, generator=torch.Generator().manual_seed(0)), dim=1)
+    vindex = VectorIndex(vectors.numpy(), ids=np.arange(30) + 100)
+    sims, ids = vindex.search(vectors[:4].numpy(), 1)
+    assert isinstance(ids, np.ndarray) and ids[:, 0].tolist() == [100, 101, 102, 103]
+    with pytest.raises(ValueError, match="one id per item"):
+        VectorIndex(vectors, ids=[1, 2])
+
+
+@pytest.mark.parametrize("factory, nprobe, floor", [("IVF32,Flat", 8, 0.9), ("HNSW32", 8, 0.95)])
+def test_approximate_vector_index_recall_against_exact(factory, nprobe, floor):
+    g = torch.Generator().manual_seed(1)
+    centres = torch.randn(50, 32, generator=g)
+    db = torch.nn.functional.normalize(centres[torch.randint(0, 50, (5000,), generator=g)]
+                                       + 0.5 * torch.randn(5000, 32, generator=g), dim=1)
+    queries = torch.nn.functional.normalize(centres[torch.randint(0, 50, (200,), generator=g)]
+                                            + 0.5 * torch.randn(200, 32, generator=g), dim=1)
+    _, exact = VectorIndex(db).search(queries, 10)
+    _, approx = VectorIndex(db, factory, nprobe=nprobe).search(queries, 10)
+    recall = np.mean([len(set(a.tolist()) & set(e.tolist())) / 10 for a, e in zip(approx, exact)])
+    assert floor <= recall <= 1.0, recall
+    with pytest.raises(ValueError, match="index_factory"):
+        VectorIndex(db, "NoSuchIndex")

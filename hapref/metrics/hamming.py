@@ -227,9 +227,11 @@ def hamming_map_at_ns(index: HammingIndex, queries: object, query_labels: object
     if db_labels.shape[0] != len(index):
         raise ValueError(f"database_labels must have one row per indexed code ({len(index)}), "
                          f"got {db_labels.shape[0]}")
-    packed = as_packed(queries, "queries", index.bits // 8)
+    if getattr(index, "has_ids", False):
+        raise ValueError("index maps ids (built with ids=); mAP@N needs row positions: build it without ids")
+    packed = as_packed(queries, "queries", index.bits // 8, packed=getattr(index, "packed", False))
     top = min(max(ns), len(index))
-    distances, _ = index.search(packed, top)
+    distances, _ = index.search(packed, top, packed=True)
     if distances.shape[0] != q_labels.shape[0]:
         raise ValueError(f"query_labels must have one row per query ({distances.shape[0]}), got {q_labels.shape[0]}")
     if q_labels.ndim == 1:
@@ -242,7 +244,7 @@ def hamming_map_at_ns(index: HammingIndex, queries: object, query_labels: object
         rows = torch.nonzero((radius == value) & has_relevant).flatten()
         if rows.numel() == 0:
             continue
-        offsets, dist, ids = index.range_search(packed[rows], int(value))
+        offsets, dist, ids = index.range_search(packed[rows], int(value), packed=True)
         for i, q in enumerate(rows.tolist()):
             sl = slice(int(offsets[i]), int(offsets[i + 1]))
             cand = db_labels[ids[sl]]

@@ -39,9 +39,6 @@ def code_bits(codes: object, name: str = "codes") -> Tensor:
         ValueError: codes must hold only ±1 or only 0/1 values (binarise with sign() first)
     """
     x = _as_tensor(codes, name)
-    if x.dtype == torch.uint8:
-        raise TypeError(f"{name} of dtype uint8 are taken as packed bytes here; pass unpacked codes as bool, "
-                        "int8/int32/int64 or float ±1 / 0-1 values")
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D [N, bits] array of codes, got shape {tuple(x.shape)}")
     if x.dtype == torch.bool:
@@ -52,7 +49,8 @@ def code_bits(codes: object, name: str = "codes") -> Tensor:
         raise TypeError(f"{name} must be real ±1 or 0/1 codes, got dtype {x.dtype}")
     pos, neg, zero = x == 1, x == -1, x == 0
     if not (pos | neg | zero).all():
-        raise ValueError(f"{name} must hold only ±1 or only 0/1 values (binarise with sign() first)")
+        hint = " (packed bytes? pass packed=True)" if x.dtype == torch.uint8 else " (binarise with sign() first)"
+        raise ValueError(f"{name} must hold only ±1 or only 0/1 values{hint}")
     if neg.any() and zero.any():
         raise ValueError(f"{name} mixes −1 and 0: use ±1 codes or 0/1 codes, not both")
     return pos
@@ -138,15 +136,26 @@ def check_packed(packed: object, name: str, nbytes: int | None = None) -> Tensor
     return x.cpu().contiguous()
 
 
-def as_packed(codes: object, name: str = "codes", nbytes: int | None = None) -> Tensor:
-    """Packed bytes from either packed ``uint8`` codes or unpacked ±1 / 0-1 codes (see :func:`pack_codes`).
+def as_packed(codes: object, name: str = "codes", nbytes: int | None = None, packed: bool = False) -> Tensor:
+    """Packed bytes of codes: unpacked ±1 / 0-1 codes are packed (:func:`pack_codes`), ``packed=True`` codes checked.
+
+    Nothing is guessed from the dtype: ``uint8`` 0/1 codes are unpacked codes unless ``packed=True`` says they
+    are bytes.
 
     Examples:
         >>> codes = torch.ones(2, 16)
-        >>> torch.equal(as_packed(codes), as_packed(pack_codes(codes)))
+        >>> torch.equal(as_packed(codes), as_packed(pack_codes(codes), packed=True))
         True
+        >>> as_packed(torch.ones(2, 16, dtype=torch.uint8)).shape  # 16 unpacked bits -> 2 bytes
+        torch.Size([2, 2])
     """
-    x = _as_tensor(codes, name)
-    if x.dtype != torch.uint8:
-        x = _pack(x, name)
-    return check_packed(x, name, nbytes)
+    if not isinstance(packed, bool):
+        raise TypeError(f"packed must be True (bytes from pack_codes) or False (±1 / 0-1 codes), got {packed!r}")
+    if packed:
+        return check_packed(codes, name, nbytes)
+    x = _pack(codes, name)
+    if nbytes is not None and x.shape[1] != nbytes:
+        raise ValueError(f"{name} must have {8 * nbytes} bits per code (as the index), got {8 * x.shape[1]}"
+                         + (" (packed bytes? pass packed=True)" if _as_tensor(codes, name).dtype == torch.uint8
+                            and _as_tensor(codes, name).shape[1] == nbytes else ""))
+    return x

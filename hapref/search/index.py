@@ -2,8 +2,10 @@
 
 :class:`HammingIndex` wraps FAISS's exact ``IndexBinaryFlat`` (or, with ``nlist``, the approximate
 inverted-file ``IndexBinaryIVF`` for millions of codes); :class:`VectorIndex` wraps the exact
-inner-product ``IndexFlatIP`` for video-level vectors (normalise them first for cosine similarity).
-Both take torch tensors or numpy arrays and return torch tensors.
+inner-product ``IndexFlatIP`` for video-level vectors (normalise them first for cosine similarity), or
+any FAISS ``index_factory`` string such as ``"IVF64,Flat"`` or ``"HNSW32"`` for approximate search.
+Both take torch tensors or NumPy arrays and answer in the queries' kind (NumPy in, NumPy out). With
+``ids=`` (FAISS ``IndexIDMap``) results are your ids, e.g. video numbers, instead of row positions.
 
 Ties: for equal distances FAISS returns the item with the smaller id first, so the k-th result of
 a query is an arbitrary member of its tie group. Metrics that cut a ranking at N must count the whole
@@ -29,6 +31,21 @@ def _faiss():
     return faiss
 
 
+def _out(like: object, *arrays: np.ndarray) -> tuple:
+    """NumPy results for NumPy queries, torch tensors otherwise."""
+    return tuple(arrays) if isinstance(like, np.ndarray) else tuple(torch.from_numpy(a) for a in arrays)
+
+
+def _check_ids(ids: object, count: int) -> np.ndarray:
+    t = torch.as_tensor(ids) if isinstance(ids, (list, tuple)) else _as_tensor(ids, "ids")
+    if t.ndim != 1 or t.shape[0] != count or t.is_floating_point() or t.dtype == torch.bool:
+        raise ValueError(f"ids must be a 1-D integer array with one id per item ({count}), got "
+                         f"{t.dtype} {tuple(t.shape)}")
+    if t.numel() and int(t.min()) < 0:
+        raise ValueError("ids must be non-negative (FAISS reports a missing result as -1)")
+    return np.ascontiguousarray(t.cpu().numpy().astype(np.int64))
+
+
 def _check_k(k: object, size: int) -> int:
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be a positive int, got {k!r}")
@@ -41,11 +58,14 @@ class HammingIndex:
     """Exact (or IVF) Hamming-distance search over binary codes with FAISS (AutoSSVH Sec. 4.2 retrieval).
 
     Args:
-        codes: the database, [M, bytes] packed ``uint8`` codes (:func:`hapref.search.pack_codes`) or
-            unpacked [M, bits] ±1 / 0-1 codes (bool, int or float); ``bits`` a multiple of 8.
+        codes: the database, unpacked [M, bits] ±1 / 0-1 codes (bool, int, uint8 or float; ``bits`` a
+            multiple of 8), or with ``packed=True`` [M, bytes] ``uint8`` bytes (:func:`hapref.search.pack_codes`).
         nlist: None for the exact ``IndexBinaryFlat``; an int for ``IndexBinaryIVF`` with that many
             lists, trained on ``codes`` (needs at least ``nlist`` codes; approximate).
         nprobe: lists visited per query by the IVF index.
+        packed: whether ``codes`` (and later queries) are packed bytes; never guessed from the dtype.
+        ids: optional [M] non-negative int ids returned instead of row positions (FAISS ``IndexBinaryIDMap``);
+            then :meth:`add` needs ids too.
 
     ``search(queries, k)`` returns ``(distances, indices)``, both ``[Q, k]`` int64 tensors, sorted by
     increasing distance in bits; equal distances come by increasing index (FAISS's order).
@@ -62,28 +82,53 @@ class HammingIndex:
         (tensor([[1, 2]]), tensor([[1, 0]]))
     """
 
-    def __init__(self, codes: object, nlist: int | None = None, nprobe: int = 8) -> None:
-        packed = as_packed(codes, "codes")
-        self.bits = 8 * packed.shape[1]
+    def __init__(self, codes: object, nlist: int | None = None, nprobe: int = 8, *, packed: bool = False,
+                 ids: object | None = None) -> None:
+        self.packed = packed
+        codes = as_packed(codes, "codes", packed=packed)
+        self.bits = 8 * codes.shape[1]
         faiss = _faiss()
         if nlist is None:
             self._index = faiss.IndexBinaryFlat(self.bits)
         else:
-            if not isinstance(nlist, int) or isinstance(nlist, bool) or not 1 <= nlist <= packed.shape[0]:
-                raise ValueError(f"nlist must be an int in [1, number of codes = {packed.shape[0]}], got {nlist!r}")
+            if not isinstance(nlist, int) or isinstance(nlist, bool) or not 1 <= nlist <= codes.shape[0]:
+                raise ValueError(f"nlist must be an int in [1, number of codes = {codes.shape[0]}], got {nlist!r}")
             if not isinstance(nprobe, int) or isinstance(nprobe, bool) or nprobe < 1:
                 raise ValueError(f"nprobe must be a positive int, got {nprobe!r}")
             quantizer = faiss.IndexBinaryFlat(self.bits)
             self._index = faiss.IndexBinaryIVF(quantizer, self.bits, nlist)
             self._quantizer = quantizer  # keep the Python object alive with the index
-            self._index.train(packed.numpy())
+            self._index.train(codes.numpy())
             self._index.nprobe = nprobe
-        self._index.add(packed.numpy())
+        if ids is not None:
+            self._inner = self._index  # keep the wrapped index alive with the map
+            self._index = faiss.IndexBinaryIDMap(self._inner)
+        self._add(codes, ids)
+
+    @property
+    def has_ids(self) -> bool:
+        """Whether results are user ids (built with ``ids=``) rather than row positions.
+
+        Examples:
+            >>> HammingIndex(torch.ones(2, 8), ids=[7, 9]).has_ids, HammingIndex(torch.ones(2, 8)).has_ids
+            (True, False)
+        """
+        return "IDMap" in type(self._index).__name__
+
+    def _add(self, codes: Tensor, ids: object | None) -> None:
+        if self.has_ids:
+            if ids is None:
+                raise ValueError("this index maps ids (built with ids=): add(codes, ids=...) needs one id per code")
+            self._index.add_with_ids(codes.numpy(), _check_ids(ids, codes.shape[0]))
+        else:
+            if ids is not None:
+                raise ValueError("ids given to an index built without ids: build it with ids= to map ids")
+            self._index.add(codes.numpy())
 
     @classmethod
     def _wrap(cls, index) -> HammingIndex:
         self = cls.__new__(cls)
-        self._index, self.bits = index, index.d
+        self._index, self.bits, self.packed = index, index.d, False
         return self
 
     def __len__(self) -> int:
@@ -92,11 +137,12 @@ class HammingIndex:
     def __repr__(self) -> str:
         return f"HammingIndex({len(self)} codes of {self.bits} bits, {type(self._index).__name__})"
 
-    def add(self, codes: object) -> None:
-        """Append codes (packed or unpacked, same bit count); they get the next indices.
+    def add(self, codes: object, ids: object | None = None) -> None:
+        """Append codes (same bit count and packing as the index); they get the next indices, or ``ids``.
 
         Args:
-            codes: [M', bytes] packed ``uint8`` or [M', bits] unpacked ±1 / 0-1 codes, ``bits`` as the index.
+            codes: [M', bits] unpacked ±1 / 0-1 codes, or [M', bytes] bytes for an index built with ``packed=True``.
+            ids: [M'] ids, required exactly when the index was built with ``ids=``.
 
         Examples:
             >>> index = HammingIndex(torch.tensor([[1] * 8]))
@@ -104,40 +150,43 @@ class HammingIndex:
             >>> len(index), index.search(torch.tensor([[1, 1, 1, 1, 1, 1, -1, -1]]), k=3)[1]  # ids 1, 2 are new
             (3, tensor([[2, 0, 1]]))
         """
-        self._index.add(as_packed(codes, "codes", self.bits // 8).numpy())
+        self._add(as_packed(codes, "codes", self.bits // 8, packed=self.packed), ids)
 
-    def search(self, queries: object, k: int) -> tuple[Tensor, Tensor]:
-        """The ``k`` nearest codes of each query: ``(distances in bits, indices)``, [Q, k] int64 each.
+    def search(self, queries: object, k: int, packed: bool | None = None) -> tuple[Tensor, Tensor]:
+        """The ``k`` nearest codes of each query: ``(distances in bits, indices or ids)``, [Q, k] int64 each.
 
         Args:
-            queries: [Q, bytes] packed or [Q, bits] unpacked codes, ``bits`` as the index.
+            queries: codes in the index's packing (``packed=``), ``bits`` as the index; a NumPy array gives
+                NumPy results.
             k: results per query, 1 ≤ k ≤ ``len(self)``.
+            packed: override the index's packing for these queries (None: as the index was built).
 
         Examples:
             >>> from hapref.search import pack_codes
             >>> g = torch.Generator().manual_seed(0)
             >>> db, queries = torch.randint(0, 2, (50, 64), generator=g), torch.randint(0, 2, (4, 64), generator=g)
-            >>> distances, ids = HammingIndex(pack_codes(db * 2 - 1)).search(queries, k=5)
+            >>> distances, ids = HammingIndex(db).search(queries, k=5)
             >>> brute = (queries[:, None, :] != db[None, :, :]).sum(-1)  # [Q, M] Hamming distances
             >>> torch.equal(distances, brute.sort(dim=1).values[:, :5])
             True
             >>> torch.equal(brute.gather(1, ids), distances)  # each id is at the distance reported
             True
         """
-        q = as_packed(queries, "queries", self.bits // 8)
+        q = as_packed(queries, "queries", self.bits // 8, packed=self.packed if packed is None else packed)
         k = _check_k(k, len(self))
         distances, indices = self._index.search(q.numpy(), k)
-        return torch.from_numpy(distances.astype(np.int64)), torch.from_numpy(indices)
+        return _out(queries, distances.astype(np.int64), indices.astype(np.int64))
 
-    def range_search(self, queries: object, radius: int) -> tuple[Tensor, Tensor, Tensor]:
+    def range_search(self, queries: object, radius: int, packed: bool | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """Every code within ``radius`` bits (inclusive) of each query, in CSR form.
 
         Returns ``(offsets [Q+1], distances, indices)`` (int64): query ``i``'s results are
         ``distances[offsets[i]:offsets[i+1]]`` and the matching ``indices``, in no particular order.
 
         Args:
-            queries: [Q, bytes] packed or [Q, bits] unpacked codes, ``bits`` as the index.
+            queries: codes in the index's packing, ``bits`` as the index (NumPy in, NumPy out).
             radius: the largest Hamming distance kept, an int ≥ 0.
+            packed: override the index's packing for these queries (None: as the index was built).
 
         Examples:
             >>> g = torch.Generator().manual_seed(0)
@@ -150,12 +199,11 @@ class HammingIndex:
             >>> bool((distances <= 5).all()), offsets.shape
             (True, torch.Size([3]))
         """
-        q = as_packed(queries, "queries", self.bits // 8)
+        q = as_packed(queries, "queries", self.bits // 8, packed=self.packed if packed is None else packed)
         if not isinstance(radius, int) or isinstance(radius, bool) or radius < 0:
             raise ValueError(f"radius must be a non-negative int (bits), got {radius!r}")
         offsets, distances, indices = self._index.range_search(q.numpy(), radius + 1)  # FAISS: distance < radius
-        return (torch.from_numpy(offsets.astype(np.int64)), torch.from_numpy(distances.astype(np.int64)),
-                torch.from_numpy(indices.astype(np.int64)))
+        return _out(queries, offsets.astype(np.int64), distances.astype(np.int64), indices.astype(np.int64))
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the index (codes included) to ``path`` in FAISS's format; read it back with :meth:`load`.
@@ -172,8 +220,10 @@ class HammingIndex:
         _faiss().write_index_binary(self._index, str(Path(path)))
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> HammingIndex:
-        """Read an index written by :meth:`save`; it answers searches as the saved one did.
+    def load(cls, path: str | os.PathLike, packed: bool = False) -> HammingIndex:
+        """Read an index written by :meth:`save` (ids included); it answers searches as the saved one did.
+
+        ``packed`` says how later queries and codes are given (FAISS's file does not record it).
 
         Examples:
             >>> import tempfile
@@ -189,7 +239,9 @@ class HammingIndex:
         """
         if not Path(path).is_file():
             raise FileNotFoundError(f"no index file at {path}")
-        return cls._wrap(_faiss().read_index_binary(str(Path(path))))
+        index = cls._wrap(_faiss().read_index_binary(str(Path(path))))
+        index.packed = packed
+        return index
 
 
 def _as_vectors(x: object, name: str, dim: int | None = None) -> np.ndarray:
@@ -201,13 +253,21 @@ def _as_vectors(x: object, name: str, dim: int | None = None) -> np.ndarray:
 
 
 class VectorIndex:
-    """Exact inner-product search (FAISS ``IndexFlatIP``) over video-level vectors [M, D].
+    """Inner-product search over video-level vectors [M, D]: exact (``IndexFlatIP``) or approximate (FAISS factory).
 
     The retrieval of TCA §4 and of video-level HAP-VR baselines: the database is ranked by
     ``<query, item>``; L2-normalise both sides for cosine similarity. Vectors are stored as float32.
 
+    Args:
+        vectors: [M, D] float database.
+        factory: a FAISS ``index_factory`` string with the inner-product metric: ``"Flat"`` (exact, the default),
+            ``"IVF64,Flat"`` (inverted lists, trained on ``vectors``), ``"HNSW32"`` (graph), ...
+        nprobe: lists an IVF index visits per query (ignored otherwise).
+        ids: optional [M] non-negative int ids returned instead of row positions (FAISS ``IndexIDMap``).
+
     ``search(queries, k)`` returns ``(similarities float32, indices int64)``, [Q, k] each, by
-    decreasing similarity.
+    decreasing similarity; an approximate index may miss true neighbours (``tests/test_search.py`` measures
+    its recall against the exact one).
 
     Examples:
         >>> import torch
@@ -217,16 +277,55 @@ class VectorIndex:
         (tensor([[2, 1]]), tensor([[1.0000, 0.8000]]))
     """
 
-    def __init__(self, vectors: object) -> None:
+    def __init__(self, vectors: object, factory: str = "Flat", nprobe: int = 8, *, ids: object | None = None) -> None:
         x = _as_vectors(vectors, "vectors")
         self.dim = x.shape[1]
-        self._index = _faiss().IndexFlatIP(self.dim)
-        self._index.add(x)
+        faiss = _faiss()
+        if not isinstance(factory, str):
+            raise TypeError(f"factory must be a FAISS index_factory string such as 'Flat' or 'HNSW32', got {factory!r}")
+        if factory == "Flat":
+            index = faiss.IndexFlatIP(self.dim)
+        else:
+            try:
+                index = faiss.index_factory(self.dim, factory, faiss.METRIC_INNER_PRODUCT)
+            except RuntimeError as err:
+                raise ValueError(f"factory {factory!r} is not a FAISS index_factory string: {err}") from None
+        if not index.is_trained:
+            index.train(x)
+        if hasattr(index, "nprobe"):
+            if not isinstance(nprobe, int) or isinstance(nprobe, bool) or nprobe < 1:
+                raise ValueError(f"nprobe must be a positive int, got {nprobe!r}")
+            index.nprobe = nprobe
+        self.factory = factory
+        if ids is not None:
+            self._inner, index = index, faiss.IndexIDMap(index)
+        self._index = index
+        self._add(x, ids)
+
+    @property
+    def has_ids(self) -> bool:
+        """Whether results are user ids (built with ``ids=``) rather than row positions.
+
+        Examples:
+            >>> VectorIndex(torch.eye(2), ids=[10, 20]).search(torch.tensor([[0.0, 1.0]]), k=1)[1]
+            tensor([[20]])
+        """
+        return "IDMap" in type(self._index).__name__
+
+    def _add(self, x: np.ndarray, ids: object | None) -> None:
+        if self.has_ids:
+            if ids is None:
+                raise ValueError("this index maps ids (built with ids=): add(vectors, ids=...) needs one id per vector")
+            self._index.add_with_ids(x, _check_ids(ids, x.shape[0]))
+        else:
+            if ids is not None:
+                raise ValueError("ids given to an index built without ids: build it with ids= to map ids")
+            self._index.add(x)
 
     @classmethod
     def _wrap(cls, index) -> VectorIndex:
         self = cls.__new__(cls)
-        self._index, self.dim = index, index.d
+        self._index, self.dim, self.factory = index, index.d, type(index).__name__
         return self
 
     def __len__(self) -> int:
@@ -235,8 +334,8 @@ class VectorIndex:
     def __repr__(self) -> str:
         return f"VectorIndex({len(self)} vectors of dimension {self.dim})"
 
-    def add(self, vectors: object) -> None:
-        """Append vectors [M', D] (float, D as the index); they get the next indices.
+    def add(self, vectors: object, ids: object | None = None) -> None:
+        """Append vectors [M', D] (float, D as the index); they get the next indices, or ``ids`` (see ``ids=``).
 
         Examples:
             >>> index = VectorIndex(torch.tensor([[1.0, 0.0]]))
@@ -244,17 +343,17 @@ class VectorIndex:
             >>> len(index), index.search(torch.tensor([[0.0, 1.0]]), k=3)[1]  # ids 1, 2 are new
             (3, tensor([[1, 2, 0]]))
         """
-        self._index.add(_as_vectors(vectors, "vectors", self.dim))
+        self._add(_as_vectors(vectors, "vectors", self.dim), ids)
 
     def search(self, queries: object, k: int) -> tuple[Tensor, Tensor]:
         """The ``k`` items of largest inner product with each query: ``(similarities, indices)``.
 
         Args:
-            queries: [Q, D] float vectors.
+            queries: [Q, D] float vectors (a NumPy array gives NumPy results).
             k: results per query, 1 ≤ k ≤ ``len(self)``.
 
         Returns:
-            ``similarities`` [Q, k] float32 (decreasing) and ``indices`` [Q, k] int64.
+            ``similarities`` [Q, k] float32 (decreasing) and ``indices`` (or ids) [Q, k] int64.
 
         Examples:
             >>> g = torch.Generator().manual_seed(0)
@@ -267,7 +366,7 @@ class VectorIndex:
         q = _as_vectors(queries, "queries", self.dim)
         k = _check_k(k, len(self))
         sims, indices = self._index.search(q, k)
-        return torch.from_numpy(sims), torch.from_numpy(indices)
+        return _out(queries, sims, indices.astype(np.int64))
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the index (vectors included) to ``path`` in FAISS's format; read it back with :meth:`load`.
