@@ -6,7 +6,7 @@ JB    := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 JBFLAGS := -W -n --keep-going
 
-.PHONY: book test test-portable venv outputs clean
+.PHONY: book test test-portable test-wheel venv outputs clean
 
 venv: $(STAMP)
 
@@ -48,6 +48,21 @@ test-portable: $(STAMP)
 	rm -rf $(HAPREF_DATA)
 	$(PORTABLE_ENV) $(PY) -m pytest tests/test_portable.py book --nbval --nbval-current-env \
 	    --nbval-sanitize-with book/nbval-sanitize.cfg -p no:cacheprovider
+
+# A wheel of the checkout installs the way Python users install: into a fresh venv that has only torch, its
+# declared dependencies come from the package index, and the package imports and its CLI runs there.
+WHEEL_VENV := _build/wheel-venv
+test-wheel: $(STAMP)
+	rm -rf _build/wheel $(WHEEL_VENV)
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w _build/wheel .
+	python3 -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -qq torch==2.13.0
+	$(WHEEL_VENV)/bin/python -m pip install -qq _build/wheel/hapref-*.whl
+	cd _build && ./wheel-venv/bin/python -c "import hapref, hapref.losses.pml, hapref.search, hapref.train; \
+	    print('hapref', hapref.__file__)" | grep -q wheel-venv
+	cd _build && ./wheel-venv/bin/python -m hapref.evaluation --help > /dev/null
+	cd _build && ./wheel-venv/bin/python -m hapref.train --help > /dev/null
+	@echo "wheel: installs and imports in a fresh venv"
 
 # Re-executes chapters in place, each against its own cold data cache, to refresh the stored outputs that
 # `make test` checks: `make outputs` or `make outputs CHAPTERS=book/03_comparing_videos.ipynb`.
