@@ -108,7 +108,7 @@ def test_damaged_files_are_reported_with_their_path(tmp_path) -> None:
     task, config = _build("radial", steps="2")
     fit(task, config, out_dir=tmp_path, progress=False)
     (tmp_path / "checkpoint.pt").write_bytes(b"PK\x03\x04 truncated")
-    with pytest.raises(ValueError, match="checkpoint.pt is not a readable") as err:
+    with pytest.raises(ValueError, match="checkpoint.pt fails its integrity check: not a readable torch archive") as err:
         load_run(tmp_path)
     assert "weights_only" not in str(err.value)
     (tmp_path / "config.json").write_text("{")
@@ -126,15 +126,18 @@ def test_leftovers_of_an_interrupted_save_are_removed(tmp_path) -> None:
 
 
 def test_a_damaged_feature_cache_is_dropped(tmp_path) -> None:
-    """The pipelines' feature caches go through load_cached: a damaged file reads as absent and is deleted."""
+    """The pipelines' feature caches go through load_cached: a damaged file reads as absent and is set aside."""
     from hapref.data.cache import load_cached
     path = tmp_path / "features.pt"
     torch.save({"train": torch.ones(2)}, path)
     assert torch.equal(load_cached(path)["train"], torch.ones(2))
     path.write_bytes(path.read_bytes()[:40])              # truncated by a kill
-    assert load_cached(path) is None and not path.exists()
+    with pytest.warns(UserWarning, match="features.pt fails its integrity check"):
+        assert load_cached(path) is None and not path.exists()
     torch.save([1, 2], path)                              # readable, but not a cache
-    assert load_cached(path) is None and not path.exists()
+    with pytest.warns(UserWarning, match="holds a list, expected a dict"):
+        assert load_cached(path) is None and not path.exists()
+    assert len(list(tmp_path.glob("features.pt.corrupt-*"))) == 2   # set aside, never deleted
 
 
 @pytest.mark.parametrize("kwargs, match", [

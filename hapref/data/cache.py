@@ -72,12 +72,13 @@ def load_cached(path: str | os.PathLike) -> dict[str, Any] | None:
     warning naming it, and ``None`` returned, so the caller regenerates it instead of training on wrong bytes.
 
     Examples:
-        >>> import tempfile, torch
-        >>> with tempfile.TemporaryDirectory() as d:
+        >>> import tempfile, warnings
+        >>> with tempfile.TemporaryDirectory() as d, warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
         ...     path = Path(d) / "features.pt"
         ...     _ = path.write_bytes(b"not a torch file")
-        ...     load_cached(path), path.exists()
-        (None, False)
+        ...     load_cached(path), path.exists(), len(list(Path(d).glob("features.pt.corrupt-*"))), len(caught)
+        (None, False, 1, 1)
     """
     path = Path(path)
     if not path.exists():

@@ -220,9 +220,10 @@ class CameraPath:
         Examples:
             >>> path = CameraPath((0.0, 0.0, 1.0, 0.0), (0.5, 0.0, 0.5, 0.0))  # pan right while zooming in
             >>> theta = path.thetas(3, aspect=1.0)
-            >>> theta.shape, torch.allclose(theta[0], torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+            >>> identity = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=torch.float64)
+            >>> theta.shape, torch.allclose(theta[0], identity)
             (torch.Size([3, 2, 3]), True)
-            >>> torch.allclose(theta[1], torch.tensor([[0.75, 0.0, 0.25], [0.0, 0.75, 0.0]]))  # halfway
+            >>> torch.allclose(theta[1], torch.tensor([[0.75, 0.0, 0.25], [0.0, 0.75, 0.0]], dtype=torch.float64))
             True
             >>> path.thetas(1, aspect=2.0)[0, :, :2].diagonal().tolist()  # a wide photo: half its width
             [0.5, 1.0]
