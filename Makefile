@@ -55,6 +55,7 @@ WHEEL_VENV := _build/wheel-venv
 test-wheel: $(STAMP)
 	rm -rf _build/wheel $(WHEEL_VENV)
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w _build/wheel .
+	rm -rf build  # setuptools' staging folder
 	python3 -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/python -m pip install -qq torch==2.13.0
 	$(WHEEL_VENV)/bin/python -m pip install -qq _build/wheel/hapref-*.whl

@@ -11,16 +11,15 @@ matrices of the Table 2 losses for the heatmaps of chapter 4. Deterministic on o
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from hapref.files import atomic_write_bytes
-from hapref.utils import portable_precision
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared benchmark helpers
+from measure import write_sweep  # noqa: E402
+
 from hapref.metrics import map_and_micro_ap
 from hapref.models.hapvr import VIDEO_LOSSES
 from hapref.train import fit
@@ -99,22 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="override the profile's training steps")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "book" / "data" / "hapvr_sweeps.json"))
     args = parser.parse_args(argv)
-    # float64 on CPUs, as the chapters: the stored rows then reproduce on every CPU (hapref.utils.portable_precision)
-    previous = torch.get_default_dtype()
-    dtype = portable_precision(args.profile != "full")
-    try:
-        return _sweep_and_write(args, dtype)
-    finally:
-        torch.set_default_dtype(previous)      # main() also runs inside other programs (the tests)
-
-
-def _sweep_and_write(args: argparse.Namespace, dtype: torch.dtype) -> int:
-    wall, cpu = time.perf_counter(), time.process_time()
-    torch.set_num_threads(1)  # as chapter 4's quick runs, which must reproduce the stored rows
-    results = run_sweep(args.profile, tuple(args.seeds), args.steps)
-    results.update(dtype=str(dtype).removeprefix("torch."), threads=torch.get_num_threads(),
-                   wall_seconds=round(time.perf_counter() - wall, 1), cpu_seconds=round(time.process_time() - cpu, 1))
-    out = atomic_write_bytes(args.out, (json.dumps(results, indent=1, sort_keys=True) + "\n").encode())
+    out = write_sweep(args.profile, args.out, lambda: run_sweep(args.profile, tuple(args.seeds), args.steps), threads=1)  # as chapter 4's quick runs, which must reproduce the stored rows
     print(f"wrote {out}")
     return 0
 

@@ -51,3 +51,32 @@ def peak_memory_mib(fn: Callable[[], object], device: torch.device) -> float:
     base = _rss_high_water_kib()
     fn()
     return (_rss_high_water_kib() - base) / 1024
+
+
+def write_sweep(profile: str, out: str | Path, sweep: Callable[[], dict], threads: int | None = None) -> Path:
+    """Run ``sweep()`` as the chapters compute and store its results as JSON at ``out``; returns the path.
+
+    float64 on CPUs (``hapref.utils.portable_precision``; the ``full`` GPU profile keeps float32), so the stored
+    rows reproduce on every CPU; ``threads`` pins torch's thread count (the chapters' quick runs use one). The
+    JSON gains ``dtype``, ``threads``, ``wall_seconds`` and ``cpu_seconds``. The caller's default dtype and thread
+    count are restored afterwards (the sweeps' ``main`` also runs inside the tests).
+    """
+    import json
+
+    from hapref.files import atomic_write_bytes
+    from hapref.utils import portable_precision
+
+    previous = torch.get_default_dtype(), torch.get_num_threads()
+    dtype = portable_precision(profile != "full")
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        results = sweep()
+        results.update(dtype=str(dtype).removeprefix("torch."), threads=torch.get_num_threads(),
+                       wall_seconds=round(time.perf_counter() - wall, 1),
+                       cpu_seconds=round(time.process_time() - cpu, 1))
+        return atomic_write_bytes(out, (json.dumps(results, indent=1, sort_keys=True) + "\n").encode())
+    finally:
+        torch.set_default_dtype(previous[0])
+        torch.set_num_threads(previous[1])

@@ -12,16 +12,15 @@ seed, the training loss every few steps. The training-free baselines of both fra
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from hapref.files import atomic_write_bytes
-from hapref.utils import portable_precision
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared benchmark helpers
+from measure import write_sweep  # noqa: E402
+
 from hapref.train import fit
 from hapref.train.tca import TCATask, Variant, baseline_metrics, config_for
 
@@ -82,21 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "book" / "data" / "tca_sweeps.json"))
     args = parser.parse_args(argv)
-    # float64 on CPUs, as the chapters: the stored rows then reproduce on every CPU (hapref.utils.portable_precision)
-    previous = torch.get_default_dtype()
-    dtype = portable_precision(args.profile != "full")
-    try:
-        return _sweep_and_write(args, dtype)
-    finally:
-        torch.set_default_dtype(previous)      # main() also runs inside other programs (the tests)
-
-
-def _sweep_and_write(args: argparse.Namespace, dtype: torch.dtype) -> int:
-    wall, cpu = time.perf_counter(), time.process_time()
-    results = run_sweep(args.profile, tuple(args.seeds))
-    results.update(dtype=str(dtype).removeprefix("torch."), threads=torch.get_num_threads(),
-                   wall_seconds=round(time.perf_counter() - wall, 1), cpu_seconds=round(time.process_time() - cpu, 1))
-    out = atomic_write_bytes(args.out, (json.dumps(results, indent=1, sort_keys=True) + "\n").encode())
+    out = write_sweep(args.profile, args.out, lambda: run_sweep(args.profile, tuple(args.seeds)), threads=None)
     print(f"wrote {out}")
     return 0
 

@@ -12,3 +12,34 @@ def _seed() -> None:
 def devices() -> list[str]:
     """CPU always, CUDA when present: parametrise device tests with this."""
     return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+class ToyTCATask:
+    """A tiny task whose model_spec names an allow-listed constructor (TCA's build_model): real run folders."""
+
+    kwargs = {"dim": 8, "nhead": 2, "dim_feedforward": 16, "dropout": 0.0, "bank_size": 0}
+
+    def build_model(self):
+        from hapref.train.tca import build_model
+        return build_model(**self.kwargs)
+
+    def model_spec(self):
+        return {"factory": "hapref.train.tca:build_model", "kwargs": dict(self.kwargs)}
+
+    def batch(self, step, device):
+        return torch.randn(4, 5, 8, generator=torch.Generator().manual_seed(step)).to(device)
+
+    def loss(self, model, batch):
+        return {"loss": model(batch).sum(-1).pow(2).mean()}
+
+    def evaluate(self, model):
+        return {}
+
+
+@pytest.fixture()
+def toy_run(tmp_path):
+    """A run folder written by fit() for :class:`ToyTCATask` (2 steps)."""
+    from hapref.train.loop import TrainConfig, fit
+    folder = tmp_path / "run"
+    fit(ToyTCATask(), TrainConfig(steps=2, lr=1e-2), folder, progress=False)
+    return folder

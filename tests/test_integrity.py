@@ -12,28 +12,8 @@ from hapref.data import build_copy_benchmark
 from hapref.data.cache import load_cached
 from hapref.features import FeatureExtractor, SmallCNN
 from hapref.files import CorruptFileError, atomic_torch_save, verify_torch_file
+from conftest import ToyTCATask
 from hapref.train.loop import TrainConfig, fit, load_checkpoint, load_run
-from hapref.train.tca import build_model
-
-
-class _Toy:
-    def build_model(self):
-        return build_model(dim=8, nhead=2, dim_feedforward=16, dropout=0.0, bank_size=0)
-
-    def model_spec(self):
-        return {"factory": "hapref.train.tca:build_model",
-                "kwargs": {"dim": 8, "nhead": 2, "dim_feedforward": 16, "dropout": 0.0, "bank_size": 0}}
-
-    def batch(self, step, device):
-        return torch.randn(4, 5, 8, generator=torch.Generator().manual_seed(step)).to(device)
-
-    def loss(self, model, batch):
-        return {"loss": model(batch).sum(-1).pow(2).mean()}
-
-    def evaluate(self, model):
-        return {}
-
-
 def flip_bit(path, payload: bytes | None = None, bit: int = 6) -> None:
     """Flip one bit of ``path`` inside ``payload`` (a tensor's raw bytes) or in the middle of the file."""
     data = bytearray(path.read_bytes())
@@ -117,14 +97,13 @@ def test_hdf5_features_hapref_writes_carry_checksums(tmp_path):
         f[name][()]
 
 
-def test_corrupt_checkpoint_is_refused_and_kept(tmp_path):
-    out = tmp_path / "run"
-    fit(_Toy(), TrainConfig(steps=2, lr=1e-2), out, progress=False)
+def test_corrupt_checkpoint_is_refused_and_kept(toy_run):
+    out = toy_run
     state = load_checkpoint(out)
     weight = next(v for k, v in state["model"].items() if v.numel() > 16)
     flip_bit(out / "checkpoint.pt", bytes(weight.numpy().data), bit=2)
     with pytest.raises(ValueError, match=r"checkpoint.pt fails its integrity check.*not resuming"):
-        fit(_Toy(), TrainConfig(steps=2, lr=1e-2), out, resume=True, progress=False)
+        fit(ToyTCATask(), TrainConfig(steps=2, lr=1e-2), out, resume=True, progress=False)
     with pytest.raises(ValueError, match="checkpoint.pt fails its integrity check"):
         load_run(out)
     assert (out / "checkpoint.pt").is_file()                 # refused, not moved: a later --resume refuses too

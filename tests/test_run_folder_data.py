@@ -5,39 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from hapref.train.constructors import MODEL_CONSTRUCTORS, checked_call, resolve
-from hapref.train.loop import TrainConfig, fit, load_run
+from hapref.train.loop import load_run
 from hapref.train.runs import load_run_network
-from hapref.train.tca import build_model
-
-
-class _Toy:
-    spec = {"factory": "hapref.train.tca:build_model",
-            "kwargs": {"dim": 8, "nhead": 2, "dim_feedforward": 16, "dropout": 0.0, "bank_size": 0}}
-
-    def build_model(self):
-        return build_model(**self.spec["kwargs"])
-
-    def model_spec(self):
-        return self.spec
-
-    def batch(self, step, device):
-        return torch.randn(4, 5, 8, generator=torch.Generator().manual_seed(step)).to(device)
-
-    def loss(self, model, batch):
-        return {"loss": model(batch).sum(-1).pow(2).mean()}
-
-    def evaluate(self, model):
-        return {}
-
-
-@pytest.fixture()
-def run(tmp_path):
-    folder = tmp_path / "run"
-    fit(_Toy(), TrainConfig(steps=2, lr=1e-2), folder, progress=False)
-    return folder
 
 
 def _tamper(folder, model: dict, pipeline: str | None = None) -> None:
@@ -48,30 +19,30 @@ def _tamper(folder, model: dict, pipeline: str | None = None) -> None:
     (folder / "config.json").write_text(json.dumps(config))
 
 
-def test_an_honest_run_folder_loads(run):
-    model, config = load_run(run)
+def test_an_honest_run_folder_loads(toy_run):
+    model, config = load_run(toy_run)
     assert type(model).__name__ == "AggregatorWithBank" and config["model"]["factory"] in MODEL_CONSTRUCTORS
 
 
-def test_download_factory_writes_nothing(run, tmp_path):
+def test_download_factory_writes_nothing(toy_run, tmp_path):
     source, target = tmp_path / "payload.txt", tmp_path / "site" / "evil.pth"
     source.write_text("import os  # would run at the next interpreter start\n")
-    _tamper(run, {"factory": "hapref.data.download:download",
+    _tamper(toy_run, {"factory": "hapref.data.download:download",
                   "kwargs": {"url": source.as_uri(), "dest": str(target)}})
     with pytest.raises(ValueError, match="model.factory must be one of hapref's model constructors"):
-        load_run(run)
+        load_run(toy_run)
     assert not target.exists() and not target.parent.exists()
 
 
-def test_cli_main_as_factory_overwrites_nothing(run, tmp_path):
+def test_cli_main_as_factory_overwrites_nothing(toy_run, tmp_path):
     victim = tmp_path / "precious.txt"
     victim.write_text("keep me")
-    _tamper(run, {"factory": "hapref.evaluation.__main__:main",
+    _tamper(toy_run, {"factory": "hapref.evaluation.__main__:main",
                   "kwargs": {"argv": ["fivr-5k", "--features-only", "--output", str(victim)]}}, pipeline="hapvr")
     with pytest.raises(ValueError, match="model.factory"):
-        load_run_network(run)                      # the path of `python -m hapref.evaluation --checkpoint RUN`
+        load_run_network(toy_run)                      # the path of `python -m hapref.evaluation --checkpoint RUN`
     with pytest.raises(ValueError, match="model.factory"):
-        load_run(run)
+        load_run(toy_run)
     assert victim.read_text() == "keep me"
 
 
@@ -84,14 +55,14 @@ def test_cli_main_as_factory_overwrites_nothing(run, tmp_path):
     ({"dim": 8}, r"lacks the required argument\(s\) nhead"),
     (["dim", 8], r"model.kwargs must be an object"),
 ])
-def test_wrong_arguments_name_the_field(run, kwargs, message):
-    _tamper(run, {"factory": "hapref.train.tca:build_model", "kwargs": kwargs})
+def test_wrong_arguments_name_the_field(toy_run, kwargs, message):
+    _tamper(toy_run, {"factory": "hapref.train.tca:build_model", "kwargs": kwargs})
     with pytest.raises(ValueError, match=message):
-        load_run(run)
+        load_run(toy_run)
 
 
-def test_preprocess_constructor_is_allow_listed(run):
-    config = json.loads((run / "config.json").read_text())
+def test_preprocess_constructor_is_allow_listed(toy_run):
+    config = json.loads((toy_run / "config.json").read_text())
     assert resolve("hapref.features.whitening:PCAWhitening", frozenset({"hapref.features.whitening:PCAWhitening"}),
                    "f").__name__ == "PCAWhitening"
     with pytest.raises(ValueError, match="model.factory"):
