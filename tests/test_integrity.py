@@ -95,6 +95,10 @@ def test_hdf5_features_hapref_writes_carry_checksums(tmp_path):
     flip_bit(path, data.tobytes(), bit=3)
     with h5py.File(path, "r") as f, pytest.raises(OSError):
         f[name][()]
+    from hapref.data.loaders import HDF5Features
+    dataset = HDF5Features(path, ids=[name])
+    with pytest.raises(CorruptFileError, match=rf"{name}.*evve.hdf5 cannot be read intact"):
+        dataset[0]
 
 
 def test_corrupt_checkpoint_is_refused_and_kept(toy_run):

@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from hapref.files import CorruptFileError
 from hapref.data.unpickle import load_pickle
 
 FIVR_TASKS = {"DSVR": frozenset({"ND", "DS"}), "CSVR": frozenset({"ND", "DS", "CS"}),
@@ -523,7 +524,11 @@ class HDF5Features(Dataset):
         if self._file is None:  # opened lazily so each DataLoader worker gets its own handle
             import h5py
             self._file = h5py.File(self.path, "r")
-        x = torch.from_numpy(np.asarray(self._file[self.ids[index]], dtype=np.float32))
+        try:
+            x = torch.from_numpy(np.asarray(self._file[self.ids[index]], dtype=np.float32))
+        except OSError as err:  # e.g. a Fletcher-32 checksum that no longer matches (a flipped bit)
+            raise CorruptFileError(f"features of {self.ids[index]!r} in {self.path} cannot be read intact "
+                                   f"({err})") from None
         if x.ndim == 2:
             x = x[:, None]
         if x.ndim != 3 or x.shape[0] == 0:
