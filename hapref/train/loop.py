@@ -544,7 +544,7 @@ def load_run(path: str | Path, map_location: str | torch.device = "cpu") -> tupl
 
     The model is rebuilt from the recorded constructor (``config["model"]``: factory and keyword arguments)
     and loaded from ``checkpoint.pt`` with ``weights_only=True``. ``config.json`` is treated as data: the
-    factory must be one of :data:`hapref.train.constructors.MODEL_CONSTRUCTORS` and each argument must fit
+    factory must be one of ``hapref.train.constructors.MODEL_CONSTRUCTORS`` and each argument must fit
     its signature, else a ValueError names the field (nothing is called). ``config["preprocess"]`` holds the modules
     to apply to new inputs before the model, rebuilt from the checkpoint (e.g. ``"whitening"``, the
     :class:`~hapref.features.PCAWhitening` the model was trained behind).
