@@ -1,0 +1,38 @@
+"""The claims stored with each sweep hold on its stored runs: better - worse > 0 on every seed, mean gap >= margin."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _runs(sweep: dict, variant: str) -> list[dict]:
+    """A variant's runs: "<table>/<row>" in the table layout (HAP-VR, TCA), a loss name in the runs layout."""
+    if "configs" in sweep:
+        table, row = variant.split("/", 1)
+        return sweep["configs"][sweep["tables"][table][row]]["runs"]
+    return sweep["runs"][variant]
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_sweeps", ROOT / "benchmarks" / f"{name}_sweeps.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["hapvr", "tca", "autossvh"])
+def test_stored_claims_hold_and_match_the_script(name):
+    sweep = json.loads((ROOT / "book" / "data" / f"{name}_sweeps.json").read_text())
+    assert sweep["claims"] == _script(name).CLAIMS            # the file states what the script declares
+    assert sweep["claims"]
+    for claim in sweep["claims"]:
+        better, worse = _runs(sweep, claim["better"]), _runs(sweep, claim["worse"])
+        assert [r["seed"] for r in better] == [r["seed"] for r in worse] == sweep["seeds"]
+        gaps = [b[claim["metric"]] - w[claim["metric"]] for b, w in zip(better, worse)]
+        assert min(gaps) > 0 and sum(gaps) / len(gaps) >= claim["margin"], (claim, gaps)
