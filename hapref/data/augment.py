@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hapref.data import transforms
-from hapref.data.pixels import float32_draws, round_pixels
+from hapref.data.pixels import float32_draws, round_pixels, snap
 
 _TEMPORAL = ("shuffle_dropout", "fast_forward", "slow_motion", "reverse", "pause", "none")
 _TEMPORAL_P = torch.tensor([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
@@ -56,7 +56,7 @@ def _snap(x: Tensor) -> Tensor:
     Some ops are discontinuous (posterize truncates, solarize thresholds): a last-bit difference between two
     CPUs' kernels after one op would otherwise flip the next op's decision. Snapping first makes the inputs of
     every op identical across CPUs (see :mod:`hapref.data.pixels`)."""
-    return torch.round(x * 65536.0) / 65536.0 if x.device.type == "cpu" else x
+    return snap(x, 65536.0) if x.device.type == "cpu" else x
 
 
 def _from_float(x: Tensor, like: Tensor) -> Tensor:

@@ -36,6 +36,7 @@ from torch.utils.data import Dataset
 
 from hapref.data import sources, transforms
 from hapref.data.cache import FORMAT_VERSION, config_key, data_root, source_digest
+from hapref.data.pixels import float32_default
 from hapref.files import atomic_torch_save, load_verified, set_aside
 from hapref.data.datasets import VideoDataset
 
@@ -104,14 +105,13 @@ def _one_thread() -> Iterator[None]:
     same bytes for any thread count and CPU (``tests/test_portable.py``). The float32 default keeps the random
     stream the same when the caller computes in float64 (:func:`hapref.data.pixels.float32_draws`).
     """
-    previous, dtype = torch.get_num_threads(), torch.get_default_dtype()
+    previous = torch.get_num_threads()
     torch.set_num_threads(1)
-    torch.set_default_dtype(torch.float32)  # the same random draws under any default dtype (pixels.float32_draws)
     try:
-        yield
+        with float32_default():  # the same random draws under any default dtype
+            yield
     finally:
         torch.set_num_threads(previous)
-        torch.set_default_dtype(dtype)
 
 
 def _child_seed(*parts: object) -> int:

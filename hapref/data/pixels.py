@@ -10,17 +10,38 @@ to even. A CPU-dependent result needs a value within ~1e-13 of a grid midpoint: 
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["bilinear_resize", "float32_draws", "round_pixels"]
+__all__ = ["bilinear_resize", "float32_default", "float32_draws", "round_pixels", "snap"]
 
 F = TypeVar("F", bound=Callable)
+
+
+@contextlib.contextmanager
+def float32_default() -> Iterator[None]:
+    """float32 as the default dtype inside the block, the caller's default restored after it.
+
+    Examples:
+        >>> previous = torch.get_default_dtype(); torch.set_default_dtype(torch.float64)
+        >>> with float32_default():
+        ...     torch.rand(1).dtype
+        torch.float32
+        >>> torch.get_default_dtype(); torch.set_default_dtype(previous)
+        torch.float64
+    """
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
 
 
 def float32_draws(fn: F) -> F:
@@ -41,15 +62,23 @@ def float32_draws(fn: F) -> F:
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        previous = torch.get_default_dtype()
-        torch.set_default_dtype(torch.float32)
-        try:
+        with float32_default():
             return fn(*args, **kwargs)
-        finally:
-            torch.set_default_dtype(previous)
     return wrapper  # type: ignore[return-value]
 
 _SNAP = 1024.0  # grid of 2^-10 of a level; a power of two, so scaling by it is exact
+
+
+def snap(x: Tensor, steps: float) -> Tensor:
+    """``x`` rounded to the nearest multiple of ``1 / steps`` (a power of two, so the scaling is exact).
+
+    Two CPUs' results that differ in the last bits become equal unless they straddle a midpoint of the grid.
+
+    Examples:
+        >>> snap(torch.tensor([0.30000000000000004, 0.3], dtype=torch.float64), 1024.0).tolist()
+        [0.2998046875, 0.2998046875]
+    """
+    return torch.round(x * steps) / steps
 
 
 def round_pixels(x: Tensor | np.ndarray, scale: float = 1.0) -> Tensor | np.ndarray:
@@ -74,7 +103,7 @@ def round_pixels(x: Tensor | np.ndarray, scale: float = 1.0) -> Tensor | np.ndar
     if not isinstance(x, Tensor) or not x.is_floating_point():
         raise ValueError(f"x must be a float tensor or NumPy array, got {type(x).__name__}")
     y = x.double() * scale if x.device.type == "cpu" else x * scale
-    return (torch.round(y * _SNAP) / _SNAP).round().clamp(0, 255).to(torch.uint8)
+    return snap(y, _SNAP).round().clamp(0, 255).to(torch.uint8)
 
 
 def _bilinear_taps(size_in: int, size_out: int) -> tuple[Tensor, Tensor, Tensor]:

@@ -54,7 +54,37 @@ def _check_k(k: object, size: int) -> int:
     return k
 
 
-class HammingIndex:
+class _IdMapped:
+    """What both indexes share about ids: FAISS's ``Index(Binary)IDMap`` around the index, or none."""
+
+    _index: object
+    _item = "item"  # "code" or "vector", for messages
+
+    @property
+    def has_ids(self) -> bool:
+        """Whether results are user ids (built with ``ids=``) rather than row positions.
+
+        Examples:
+            >>> HammingIndex(torch.ones(2, 8), ids=[7, 9]).has_ids, HammingIndex(torch.ones(2, 8)).has_ids
+            (True, False)
+            >>> VectorIndex(torch.eye(2), ids=[10, 20]).search(torch.tensor([[0.0, 1.0]]), k=1)[1]
+            tensor([[20]])
+        """
+        return "IDMap" in type(self._index).__name__
+
+    def _add(self, items: np.ndarray, ids: object | None) -> None:
+        if self.has_ids:
+            if ids is None:
+                raise ValueError(f"this index maps ids (built with ids=): add({self._item}s, ids=...) needs one id "
+                                 f"per {self._item}")
+            self._index.add_with_ids(items, _check_ids(ids, items.shape[0]))
+        else:
+            if ids is not None:
+                raise ValueError("ids given to an index built without ids: build it with ids= to map ids")
+            self._index.add(items)
+
+
+class HammingIndex(_IdMapped):
     """Exact (or IVF) Hamming-distance search over binary codes with FAISS (AutoSSVH Sec. 4.2 retrieval).
 
     Args:
@@ -82,6 +112,8 @@ class HammingIndex:
         (tensor([[1, 2]]), tensor([[1, 0]]))
     """
 
+    _item = "code"
+
     def __init__(self, codes: object, nlist: int | None = None, nprobe: int = 8, *, packed: bool = False,
                  ids: object | None = None) -> None:
         self.packed = packed
@@ -103,27 +135,7 @@ class HammingIndex:
         if ids is not None:
             self._inner = self._index  # keep the wrapped index alive with the map
             self._index = faiss.IndexBinaryIDMap(self._inner)
-        self._add(codes, ids)
-
-    @property
-    def has_ids(self) -> bool:
-        """Whether results are user ids (built with ``ids=``) rather than row positions.
-
-        Examples:
-            >>> HammingIndex(torch.ones(2, 8), ids=[7, 9]).has_ids, HammingIndex(torch.ones(2, 8)).has_ids
-            (True, False)
-        """
-        return "IDMap" in type(self._index).__name__
-
-    def _add(self, codes: Tensor, ids: object | None) -> None:
-        if self.has_ids:
-            if ids is None:
-                raise ValueError("this index maps ids (built with ids=): add(codes, ids=...) needs one id per code")
-            self._index.add_with_ids(codes.numpy(), _check_ids(ids, codes.shape[0]))
-        else:
-            if ids is not None:
-                raise ValueError("ids given to an index built without ids: build it with ids= to map ids")
-            self._index.add(codes.numpy())
+        self._add(codes.numpy(), ids)
 
     @classmethod
     def _wrap(cls, index) -> HammingIndex:
@@ -150,7 +162,7 @@ class HammingIndex:
             >>> len(index), index.search(torch.tensor([[1, 1, 1, 1, 1, 1, -1, -1]]), k=3)[1]  # ids 1, 2 are new
             (3, tensor([[2, 0, 1]]))
         """
-        self._add(as_packed(codes, "codes", self.bits // 8, packed=self.packed), ids)
+        self._add(as_packed(codes, "codes", self.bits // 8, packed=self.packed).numpy(), ids)
 
     def search(self, queries: object, k: int, packed: bool | None = None) -> tuple[Tensor, Tensor]:
         """The ``k`` nearest codes of each query: ``(distances in bits, indices or ids)``, [Q, k] int64 each.
@@ -252,7 +264,7 @@ def _as_vectors(x: object, name: str, dim: int | None = None) -> np.ndarray:
     return np.ascontiguousarray(t.cpu().float().numpy())
 
 
-class VectorIndex:
+class VectorIndex(_IdMapped):
     """Inner-product search over video-level vectors [M, D]: exact (``IndexFlatIP``) or approximate (FAISS factory).
 
     The retrieval of TCA §4 and of video-level HAP-VR baselines: the database is ranked by
@@ -276,6 +288,8 @@ class VectorIndex:
         >>> ids, sims
         (tensor([[2, 1]]), tensor([[1.0000, 0.8000]]))
     """
+
+    _item = "vector"
 
     def __init__(self, vectors: object, factory: str = "Flat", nprobe: int = 8, *, ids: object | None = None) -> None:
         x = _as_vectors(vectors, "vectors")
@@ -301,26 +315,6 @@ class VectorIndex:
             self._inner, index = index, faiss.IndexIDMap(index)
         self._index = index
         self._add(x, ids)
-
-    @property
-    def has_ids(self) -> bool:
-        """Whether results are user ids (built with ``ids=``) rather than row positions.
-
-        Examples:
-            >>> VectorIndex(torch.eye(2), ids=[10, 20]).search(torch.tensor([[0.0, 1.0]]), k=1)[1]
-            tensor([[20]])
-        """
-        return "IDMap" in type(self._index).__name__
-
-    def _add(self, x: np.ndarray, ids: object | None) -> None:
-        if self.has_ids:
-            if ids is None:
-                raise ValueError("this index maps ids (built with ids=): add(vectors, ids=...) needs one id per vector")
-            self._index.add_with_ids(x, _check_ids(ids, x.shape[0]))
-        else:
-            if ids is not None:
-                raise ValueError("ids given to an index built without ids: build it with ids= to map ids")
-            self._index.add(x)
 
     @classmethod
     def _wrap(cls, index) -> VectorIndex:
