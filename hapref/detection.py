@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from hapref.data.highlights import HighlightVideo
-from hapref.losses.radial import TripletLoss
+from hapref.losses.radial import EuclideanTripletLoss
 
 __all__ = [
     "window_features",
@@ -75,7 +75,7 @@ class HighlightTask:
                  window: int = 8, batch: int = 16, seed: int = 0) -> None:
         self.windows = window_features(frame_features, window)
         self.model_factory, self.quadlet_loss, self.batch_size, self.seed = model_factory, loss, batch, seed
-        self.triplet_loss = TripletLoss(margin=0.7)
+        self.triplet_loss = EuclideanTripletLoss(margin=0.7)
         calm, event, nxt, crit = [], [], [], []
         for k, ((start, end), critical) in enumerate(zip(video.clips[:-1], video.critical[:-1])):
             calm_end = end - (video.critical_frames[start:end].sum().item())

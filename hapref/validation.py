@@ -16,6 +16,9 @@ F = TypeVar("F", bound=Callable)
 KEYWORD_MEANINGS = {
     "ignore": "bool, True = leave the entry out of the ranking or the loss",
     "valid": "bool, True = a real frame or item, False = padding",
+    "temperature": "τ > 0, the scores are divided by it",
+    "scale": "γ > 0, the logits are multiplied by it",
+    "positive_prior": "τ⁺ in [0, 1), the prior probability that a negative shares the anchor's class",
 }
 
 
@@ -23,7 +26,9 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
     """Refuse keywords that were renamed, with a ``TypeError`` naming the new keyword and its meaning.
 
     ``mask`` used to mean "leave out" in the losses and metrics and "real frame" in the similarity
-    functions; it became ``ignore`` and ``valid``. The wrapped signature is unchanged.
+    functions; it became ``ignore`` and ``valid``. The losses' hyper-parameters were renamed to one
+    vocabulary (``tau`` -> ``temperature``, Circle's ``gamma`` -> ``scale`` and ``m`` -> ``margin``, ...;
+    see the naming table of the API reference). The wrapped signature is unchanged.
 
     Examples:
         >>> @renamed_keywords(mask="ignore")
@@ -33,6 +38,13 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
         Traceback (most recent call last):
         ...
         TypeError: f() takes no keyword 'mask': it is now 'ignore' (bool, True = leave the entry out of the ranking or the loss)
+        >>> @renamed_keywords(tau="temperature")
+        ... def g(x, temperature=0.1):
+        ...     return x / temperature
+        >>> g(1.0, tau=0.5)
+        Traceback (most recent call last):
+        ...
+        TypeError: g() takes no keyword 'tau': it is now 'temperature' (τ > 0, the scores are divided by it)
     """
     def decorate(fn: F) -> F:
         @functools.wraps(fn)

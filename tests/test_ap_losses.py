@@ -129,7 +129,7 @@ def random_batch(q=5, m=9, seed=0, ties=False, dtype=torch.float64):
 LITERALS = {
     "QuadLinearAP": (lambda: QuadLinearAP(delta=0.18, p=0.7), lambda s, r, k: literal_relaxed_ap_loss(
         s, r, k, lambda x: float(x > 0), lambda x: literal_quad_linear(x, 0.18), 0.7)),
-    "SmoothAP": (lambda: SmoothAP(tau=0.05), lambda s, r, k: literal_relaxed_ap_loss(
+    "SmoothAP": (lambda: SmoothAP(temperature=0.05), lambda s, r, k: literal_relaxed_ap_loss(
         s, r, k, lambda x: literal_sigmoid(x, 0.05), lambda x: literal_sigmoid(x, 0.05), 1.0)),
     "FastAP": (lambda: FastAP(num_bins=10), lambda s, r, k: literal_histogram_ap_loss(
         s, r, k, list(np.linspace(1, -1, 11)))),
@@ -189,7 +189,7 @@ def test_fused_negative_sum_matches_the_unfused_autograd_path(step):
 
     def unfused(s, p):
         formula = {QuadLinearStep: lambda x: literal_quad_linear_tensor(x, step.delta),
-                   SigmoidStep: lambda x: torch.sigmoid(x / step.tau)}[type(step)]
+                   SigmoidStep: lambda x: torch.sigmoid(x / step.temperature)}[type(step)]
         return (formula(s.unsqueeze(1) - p.unsqueeze(2)) * negative.unsqueeze(1)).sum(-1)
 
     fused = negative_step_sum(scores, pos_scores, negative, step)
@@ -226,7 +226,7 @@ def test_sigmoid_step_is_eq7_and_its_gradient_vanishes_far_from_zero():
     assert torch.allclose(g, torch.tensor([literal_sigmoid(v, 0.01) for v in x.tolist()], dtype=torch.float64))
     (grad,) = torch.autograd.grad(g.sum(), x)
     assert grad[2] == 25.0 and grad[0] < 1e-40 and grad[4] < 1e-40
-    with pytest.raises(ValueError, match="tau"):
+    with pytest.raises(ValueError, match="temperature"):
         sigmoid_step(x, 0.0)
     with pytest.raises(ValueError, match="delta"):
         quad_linear(x, -1.0)
@@ -397,7 +397,7 @@ def test_bad_inputs_raise_value_errors_naming_the_argument(name):
 
 
 def test_bad_hyper_parameters_raise():
-    for make, arg in [(lambda: SmoothAP(tau=0), "tau"), (lambda: QuadLinearAP(delta=0), "delta"),
+    for make, arg in [(lambda: SmoothAP(temperature=0), "temperature"), (lambda: QuadLinearAP(delta=0), "delta"),
                       (lambda: QuadLinearAP(p=-1), "p must"), (lambda: BlackBoxAP(0), "lambda_"),
                       (lambda: FastAP(score_range=(1, 0)), "score_range"), (lambda: ListwiseAP(1), "bin")]:
         with pytest.raises(ValueError, match=arg):
@@ -415,10 +415,10 @@ def test_smooth_ap_equals_pytorch_metric_learning(classes, per_class):
     # scores. PML 2.9 takes the positive sets to be consecutive blocks of `classes` items, which
     # are the classes only when classes == per_class; we reproduce its grouping to compare.
     block = torch.arange(classes * per_class) // classes
-    ours = SmoothAP(tau=0.01)(pairwise_cosine(emb), block[:, None] == block[None, :])
+    ours = SmoothAP(temperature=0.01)(pairwise_cosine(emb), block[:, None] == block[None, :])
     theirs = SmoothAPLoss(temperature=0.01)(emb, labels)
     assert ours.item() == pytest.approx(theirs.item(), abs=1e-6)
-    true_classes = SmoothAP(tau=0.01)(pairwise_cosine(emb), labels[:, None] == labels[None, :])
+    true_classes = SmoothAP(temperature=0.01)(pairwise_cosine(emb), labels[:, None] == labels[None, :])
     assert (true_classes.item() == pytest.approx(theirs.item(), abs=1e-6)) == (classes == per_class)
 
 

@@ -72,7 +72,7 @@ def test_on_embeddings_equals_pytorch_metric_learning_on_class_balanced_batches(
         (Contrastive(1.0, 0.0), ContrastiveLoss(pos_margin=1.0, neg_margin=0.0, distance=CosineSimilarity(),
                                                 reducer=MeanReducer())),
         (Triplet(margin=0.2), TripletMarginLoss(margin=0.2, distance=CosineSimilarity(), reducer=MeanReducer())),
-        (Circle(m=0.4, gamma=80), CircleLoss(m=0.4, gamma=80)),
+        (Circle(margin=0.4, scale=80), CircleLoss(m=0.4, gamma=80)),
     ]
     for ours, theirs in pairs:
         expected = theirs(emb, labels).item()
@@ -150,8 +150,9 @@ def test_infinite_scores_are_refused_instead_of_giving_nan(name, value):
 
 
 @pytest.mark.parametrize("make, name", [
-    (lambda: Triplet(margin=-0.1), "margin"), (lambda: Circle(m=-0.1), "m must"), (lambda: Circle(gamma=-1), "gamma"),
-    (lambda: Circle(gamma=0), "gamma"), (lambda: Contrastive(pos_margin=0.0, neg_margin=0.5), "pos_margin"),
+    (lambda: Triplet(margin=-0.1), "margin"), (lambda: Circle(margin=-0.1), "margin must"),
+    (lambda: Circle(scale=-1), "scale"),
+    (lambda: Circle(scale=0), "scale"), (lambda: Contrastive(pos_margin=0.0, neg_margin=0.5), "pos_margin"),
 ])
 def test_negative_margins_and_scales_are_refused(make, name):
     with pytest.raises(ValueError, match=name):
@@ -213,8 +214,9 @@ def test_similarity_helpers_name_the_argument(call, name):
 
 
 @pytest.mark.parametrize("make, name", [
-    (lambda: __import__("hapref.losses", fromlist=["x"]).TripletLoss(margin=-0.1), "margin"),
-    (lambda: __import__("hapref.losses", fromlist=["x"]).QuadletLoss(g1=0.7, g2=-0.3, g3=0.5), "g2"),
+    (lambda: __import__("hapref.losses", fromlist=["x"]).EuclideanTripletLoss(margin=-0.1), "margin"),
+    (lambda: __import__("hapref.losses", fromlist=["x"]).QuadletLoss(margin1=0.7, margin2=-0.3, margin3=0.5),
+     "margin2"),
     (lambda: __import__("hapref.losses", fromlist=["x"]).RadialLoss(margin=-1.0), "margin"),
     (lambda: __import__("hapref.losses", fromlist=["x"]).Quadruplet1Loss(margin=-0.5), "margin"),
     (lambda: __import__("hapref.losses", fromlist=["x"]).Quadruplet2Loss(1.0, -0.5), "margin2"),
@@ -225,11 +227,11 @@ def test_tuple_losses_refuse_negative_margins(make, name):
 
 
 def test_tuple_losses_refuse_infinite_embeddings():
-    from hapref.losses import QuadletLoss, RadialLoss, TripletLoss
+    from hapref.losses import EuclideanTripletLoss, QuadletLoss, RadialLoss
     q, p, i, n = torch.randn(4, 3, 5)
     n[1, 2] = float("inf")
     with pytest.raises(ValueError, match="n must be finite"):
-        TripletLoss()(q, p, n)
+        EuclideanTripletLoss()(q, p, n)
     for loss in (QuadletLoss(), RadialLoss()):
         with pytest.raises(ValueError, match="n must be finite"):
             loss(q, p, i, n)
@@ -311,9 +313,9 @@ def test_gumbel_noise_and_top_k_are_finite_in_half_precision(dtype):
 
 
 def test_memory_bank_losses_refuse_infinite_similarities():
-    from hapref.losses import CircleLoss, MemoryBankInfoNCE
+    from hapref.losses import MemoryBankCircle, MemoryBankInfoNCE
     sims = torch.tensor([[0.5, float("inf"), 0.1]])
-    for loss in (MemoryBankInfoNCE(), CircleLoss()):
+    for loss in (MemoryBankInfoNCE(), MemoryBankCircle()):
         with pytest.raises(ValueError, match="sims must be finite"):
             loss(sims)
 

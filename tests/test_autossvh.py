@@ -136,8 +136,8 @@ def test_view_contrast_and_dcl_match_literal_transcriptions() -> None:
     assert view_contrast(one, one).item() == 0 and dcl_loss(one, one).item() == 0
     with pytest.raises(ValueError, match="b2"):
         view_contrast(b1, b2[:3])
-    with pytest.raises(ValueError, match="tau_plus"):
-        dcl_loss(b1, b2, tau_plus=1.0)
+    with pytest.raises(ValueError, match="positive_prior"):
+        dcl_loss(b1, b2, positive_prior=1.0)
 
 
 def test_frame_reconstruction_is_eq13() -> None:
@@ -176,7 +176,7 @@ def test_p2set_on_a_hand_example_and_gradcheck() -> None:
     assigned = torch.tensor([0, 0])
     # code 0: cos 1 vs -1; code 1: cos 0 vs 0
     expected = (-math.log(math.exp(5) / (math.exp(5) + math.exp(-5))) + math.log(2)) / 2
-    assert math.isclose(float(p2set_loss(codes, assigned, centres, tau=0.2)), expected, rel_tol=1e-12)
+    assert math.isclose(float(p2set_loss(codes, assigned, centres, temperature=0.2)), expected, rel_tol=1e-12)
     x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda c: p2set_loss(c, torch.tensor([0, 1, 1, 0]), centres[:, :1].repeat(1, 3)),
                                     (x,))

@@ -65,7 +65,7 @@ def run_case(name: str) -> dict[str, torch.Tensor]:
         if name in ("quadlinear_replicated", "quadlinear_ddp"):
             loss = QuadLinearAP()(scores, relevance, eye)
         elif name in ("quadlinear_rows", "smoothap_rows"):
-            ap = QuadLinearAP() if name == "quadlinear_rows" else SmoothAP(tau=0.1)
+            ap = QuadLinearAP() if name == "quadlinear_rows" else SmoothAP(temperature=0.1)
             part = ap(scores[rows], relevance[rows], eye[rows])
             loss = hd.global_mean(part, hd.count_ranked_queries(relevance[rows], eye[rows]))
         elif name == "infonce":

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hapref.losses import (MAE, MSE, BlackBoxAP, Circle, CircleLoss, Contrastive, FastAP, InfoNCE, ListwiseAP,
-                           MemoryBankInfoNCE, QuadLinearAP, Quadruplet1Loss, Quadruplet2Loss, QuadletLoss, RadialLoss,
-                           SmoothAP, SSHN, Triplet, TripletLoss, dcl_loss, frame_reconstruction, p2set_loss,
-                           view_contrast)
+from hapref.losses import (MAE, MSE, BlackBoxAP, Circle, Contrastive, EuclideanTripletLoss, FastAP, InfoNCE,
+                           ListwiseAP, MemoryBankCircle, MemoryBankInfoNCE, QuadLinearAP, Quadruplet1Loss,
+                           Quadruplet2Loss, QuadletLoss, RadialLoss, SmoothAP, SSHN, Triplet, dcl_loss,
+                           frame_reconstruction, p2set_loss, view_contrast)
 
 HALF = [torch.float16, torch.bfloat16]
 SEEDS = range(3)
@@ -39,7 +39,7 @@ def _check(fn, inputs: list[torch.Tensor], dtype: torch.dtype, grads: bool = Tru
 
 # ---------------------------------------------------------------- tuple losses (Radial paper)
 
-TUPLE_LOSSES = {"triplet": (TripletLoss, 3), "quadlet": (QuadletLoss, 4), "radial": (RadialLoss, 4),
+TUPLE_LOSSES = {"triplet": (EuclideanTripletLoss, 3), "quadlet": (QuadletLoss, 4), "radial": (RadialLoss, 4),
                 "quadruplet1": (Quadruplet1Loss, 4), "quadruplet2": (Quadruplet2Loss, 4)}
 
 
@@ -58,8 +58,8 @@ def test_tuple_losses_in_half_precision(name, dtype, scale, seed):
 # ---------------------------------------------------------------- memory-bank losses (TCA)
 
 @pytest.mark.parametrize("dtype", HALF)
-@pytest.mark.parametrize("make", [MemoryBankInfoNCE, lambda: MemoryBankInfoNCE(0.01), CircleLoss,
-                                  lambda: CircleLoss(released=True)])
+@pytest.mark.parametrize("make", [MemoryBankInfoNCE, lambda: MemoryBankInfoNCE(0.01), MemoryBankCircle,
+                                  lambda: MemoryBankCircle(released=True)])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_memory_bank_losses_in_half_precision(make, dtype, seed):
     g = torch.Generator().manual_seed(seed)
@@ -88,9 +88,9 @@ def test_autossvh_losses_in_half_precision(dtype, scale, seed):
 
 def test_dcl_loss_does_not_overflow_at_a_small_temperature():
     b = torch.randn(8, 16)
-    out = dcl_loss(b, b.flip(0), tau=0.005)  # e^{1/τ} = e^{200} overflows even float32
+    out = dcl_loss(b, b.flip(0), temperature=0.005)  # e^{1/τ} = e^{200} overflows even float32
     assert torch.isfinite(out)
-    assert dcl_loss(b.half(), b.flip(0).half(), tau=0.01).dtype == torch.float32
+    assert dcl_loss(b.half(), b.flip(0).half(), temperature=0.01).dtype == torch.float32
 
 
 # ---------------------------------------------------------------- ranking losses on a batch matrix

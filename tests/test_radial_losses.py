@@ -8,8 +8,8 @@ import pytest
 import torch
 from conftest import devices
 
-from hapref.losses.radial import (Quadruplet1Loss, Quadruplet2Loss, QuadletLoss, RadialLoss,
-                                  TripletLoss, radial_centroid_and_radius)
+from hapref.losses.radial import (EuclideanTripletLoss, Quadruplet1Loss, Quadruplet2Loss, QuadletLoss, RadialLoss,
+                                  radial_centroid_and_radius)
 from hapref.radial_theory import (order_relations, quadlet_gradients, radial_negative_gradient,
                                   sample_radial_zero_quadlets, supplementary_radial_gradients,
                                   worst_case_quadlet)
@@ -52,7 +52,7 @@ def test_baselines_match_literal_hinges() -> None:
     q, p, i, n = _quadlets(b=4)
     for k in range(4):
         a, b, c_, e = (t[k].tolist() for t in (q, p, i, n))
-        trip = TripletLoss(margin=0.7, reduction="none")(q, p, n)[k].item()
+        trip = EuclideanTripletLoss(margin=0.7, reduction="none")(q, p, n)[k].item()
         assert trip == pytest.approx(max(0.0, 0.7 + _d(a, b) - _d(a, e)))
         quad1 = Quadruplet1Loss(margin=0.5, reduction="none")(q, p, i, n)[k].item()
         assert quad1 == pytest.approx(max(0.0, 0.5 + _d(a, b) - _d(a, c_)) + max(0.0, 0.5 + _d(b, c_) - _d(a, e)))
@@ -66,8 +66,8 @@ def test_bad_input_and_empty_batch() -> None:
         RadialLoss()(q, p, i, torch.randn(3, 5))
     with pytest.raises(ValueError, match="q must have 2"):
         QuadletLoss()(q[0], p, i, n)
-    with pytest.raises(ValueError, match="g2 <= g3 <= g1"):
-        QuadletLoss(g1=0.1, g2=0.3, g3=0.5)
+    with pytest.raises(ValueError, match="margin2 <= margin3 <= margin1"):
+        QuadletLoss(margin1=0.1, margin2=0.3, margin3=0.5)
     empty = torch.zeros(0, 4, requires_grad=True)
     for loss in (RadialLoss(), QuadletLoss(), Quadruplet1Loss(), Quadruplet2Loss()):
         out = loss(empty, empty, empty, empty)

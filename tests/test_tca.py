@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import devices
-from hapref.losses import (CircleLoss, MemoryBank, MemoryBankInfoNCE, anchor_gradient, contrastive_similarities,
+from hapref.losses import (MemoryBank, MemoryBankCircle, MemoryBankInfoNCE, anchor_gradient, contrastive_similarities,
                            negative_weights, similarity_gradients)
 from hapref.models import TCA_PRESETS, TemporalContextAggregator
 
@@ -97,21 +97,21 @@ def literal_circle(sims: torch.Tensor, m: float, gamma: float) -> torch.Tensor:
 def test_losses_match_literal_transcriptions() -> None:
     sims = torch.rand(4, 9, dtype=torch.float64) * 2 - 1
     torch.testing.assert_close(MemoryBankInfoNCE(0.2)(sims), literal_infonce(sims, 0.2))
-    torch.testing.assert_close(CircleLoss(0.25, 8.0)(sims), literal_circle(sims, 0.25, 8.0))
+    torch.testing.assert_close(MemoryBankCircle(0.25, 8.0)(sims), literal_circle(sims, 0.25, 8.0))
     # the paper's γ = 256 overflows a naive exp; the package's log-sum-exp does not
-    assert torch.isfinite(CircleLoss()(sims))
+    assert torch.isfinite(MemoryBankCircle()(sims))
 
 
 def test_valid_flags_drop_negatives() -> None:
     sims = torch.rand(3, 6, dtype=torch.float64)
     valid = torch.tensor([[True, False, True, True, False]] * 3)
-    for loss in (MemoryBankInfoNCE(0.1), CircleLoss(0.25, 16.0)):
+    for loss in (MemoryBankInfoNCE(0.1), MemoryBankCircle(0.25, 16.0)):
         torch.testing.assert_close(loss(sims, valid), loss(sims[:, [0, 1, 3, 4]]))
 
 
 def test_released_circle_differs_from_paper() -> None:
     sims = torch.rand(3, 5, dtype=torch.float64)
-    paper, released = CircleLoss(0.25, 16.0), CircleLoss(0.25, 16.0, released=True)
+    paper, released = MemoryBankCircle(0.25, 16.0), MemoryBankCircle(0.25, 16.0, released=True)
     assert not torch.allclose(paper(sims), released(sims))
     # rows != 0 of the released logits treat the positive as a negative: α = [s_p + m]_+, Δ = m
     lr = released.logits(sims)
@@ -125,7 +125,7 @@ def test_gradcheck_losses() -> None:
     valid = torch.rand(3, 5) > 0.3
     assert torch.autograd.gradcheck(lambda s: MemoryBankInfoNCE(0.3)(s, valid), (sims,))
     # Circle detaches α (finite differences would see it move), so check it with α frozen at its value
-    circle = CircleLoss(0.25, 4.0)
+    circle = MemoryBankCircle(0.25, 4.0)
     alpha = torch.cat([(1.25 - sims[:, :1]), (sims[:, 1:] + 0.25)], 1).clamp_min(0).detach()
     delta = torch.tensor([0.75] + [0.25] * 5, dtype=torch.float64)
     frozen = lambda s: torch.nn.functional.cross_entropy(  # noqa: E731
@@ -138,7 +138,7 @@ def test_gradcheck_losses() -> None:
 
 
 def test_loss_edge_cases_and_errors() -> None:
-    for loss in (MemoryBankInfoNCE(), CircleLoss()):
+    for loss in (MemoryBankInfoNCE(), MemoryBankCircle()):
         empty = torch.zeros(0, 5, requires_grad=True)
         out = loss(empty)
         assert out.item() == 0.0 and torch.isfinite(out)
@@ -209,7 +209,7 @@ def test_contrastive_similarities_layout() -> None:
 
 # ----------------------------------------------------------------------------------------------- gradients
 
-@pytest.mark.parametrize("loss", [MemoryBankInfoNCE(0.1), CircleLoss(0.25, 16.0)])
+@pytest.mark.parametrize("loss", [MemoryBankInfoNCE(0.1), MemoryBankCircle(0.25, 16.0)])
 def test_similarity_gradients_match_autograd(loss) -> None:
     sims = (torch.rand(4, 7, dtype=torch.float64) * 2 - 1).requires_grad_()
     loss(sims).backward()
@@ -219,7 +219,7 @@ def test_similarity_gradients_match_autograd(loss) -> None:
     assert (g_pos <= 0).all() and (g_neg >= 0).all()
 
 
-@pytest.mark.parametrize("loss", [MemoryBankInfoNCE(0.2), CircleLoss(0.25, 8.0)])
+@pytest.mark.parametrize("loss", [MemoryBankInfoNCE(0.2), MemoryBankCircle(0.25, 8.0)])
 def test_anchor_gradient_matches_autograd(loss) -> None:
     normed = lambda x: torch.nn.functional.normalize(x, dim=-1)  # noqa: E731
     w = torch.randn(6, dtype=torch.float64, requires_grad=True)
@@ -231,10 +231,10 @@ def test_anchor_gradient_matches_autograd(loss) -> None:
 
 def test_hard_negatives_weigh_more() -> None:
     s = torch.tensor([-0.95, -0.5, 0.0, 0.3], dtype=torch.float64)
-    for loss in (MemoryBankInfoNCE(0.1), CircleLoss(0.25, 32.0)):
+    for loss in (MemoryBankInfoNCE(0.1), MemoryBankCircle(0.25, 32.0)):
         w = negative_weights(loss, s, s_pos=0.7, background=8, s_background=-0.2)
         assert (w.diff() >= 0).all() and w[-1] > w[-2] > w[0], w
-    circle = negative_weights(CircleLoss(0.25, 32.0), torch.tensor([-0.5]), 0.7, 8, -0.2)
+    circle = negative_weights(MemoryBankCircle(0.25, 32.0), torch.tensor([-0.5]), 0.7, 8, -0.2)
     assert circle.item() == 0.0                              # Circle: α_n = 0 below −m, no push at all
 
 

@@ -94,7 +94,7 @@ def autossvh_vc_case() -> dict:
     layer = nn.Linear(6, 4).double()
     rows = hd.rank_rows(8 // hd.get_world_size())
     codes = [hd.all_gather_with_grad(torch.tanh(layer(v[rows]))) for v in views]
-    loss = view_contrast(codes[0], codes[1], tau=0.5)
+    loss = view_contrast(codes[0], codes[1], temperature=0.5)
     loss.backward()
     hd.average_gradients(layer)
     return {"loss": loss.detach(), "weight": layer.weight.grad.clone()}

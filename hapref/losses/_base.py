@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
+from hapref.losses._reduction import check_reduction
 from hapref.losses.embeddings import EmbeddingLoss, refuse_labels_as_relevance
 from hapref.validation import check_scores_relevance, renamed_keywords
 
@@ -19,6 +20,9 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
     from the ranking entirely, e.g. the self-pair on the diagonal of a batch's N×N matrix.
     Subclasses implement :meth:`per_query`; the loss is its mean over the queries that have a
     positive (HAP-VR Eq. 12); a batch without any positive returns a zero still attached to the graph.
+    ``reduction="sum"`` sums over those queries instead; ``reduction="none"`` returns one value per query
+    row, ``[Q]``, with 0 for a query without a positive (left out of the mean, as ``ignore_index`` entries
+    are in ``torch.nn.functional.cross_entropy``).
     Half-precision scores are computed in float32 and the loss is returned in float32 (its value may
     not fit in float16). ``loss.on_embeddings(embeddings [N, D], labels [N])`` scores a labelled batch
     by cosine similarity, each query's self-pair ignored (:func:`hapref.losses.embedding_batch`).
@@ -34,17 +38,33 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
         tensor(0.5000)
         >>> loss(torch.tensor([[0.9, 0.1]]), torch.tensor([[1, 0]]), ignore=torch.tensor([[True, False]]))
         tensor(0.)
+        >>> scores = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.5, 0.4]])
+        >>> relevance = torch.tensor([[1, 0], [1, 0], [0, 0]])
+        >>> TopScoreLoss(reduction="none")(scores, relevance)  # the last query has no positive: 0, left out of the mean
+        tensor([0., 1., 0.])
+        >>> TopScoreLoss(reduction="sum")(scores, relevance), TopScoreLoss()(scores, relevance)
+        (tensor(1.), tensor(0.5000))
     """
 
     #: True when a query row costs ``O(|P|·M)`` memory (positives × candidates); such losses are
     #: chunked over queries so that one chunk holds at most ``max_elements`` pair terms.
     pairwise: bool = False
 
-    def __init__(self, max_elements: int = 2**25) -> None:
+    def __init__(self, max_elements: int = 2**25, reduction: str = "mean") -> None:
         super().__init__()
         if max_elements < 1:
             raise ValueError(f"max_elements must be positive, got {max_elements}")
         self.max_elements = max_elements
+        self.reduction = check_reduction(reduction)
+
+    def _with_reduction(self, hyperparameters: str = "") -> str:
+        """``extra_repr`` text: the hyper-parameters, then ``reduction`` when it is not the default."""
+        if self.reduction == "mean":
+            return hyperparameters
+        return ", ".join(filter(None, [hyperparameters, f"reduction={self.reduction!r}"]))
+
+    def extra_repr(self) -> str:
+        return self._with_reduction()
 
     @abstractmethod
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
@@ -60,7 +80,7 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
 
     @renamed_keywords(mask="ignore")
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
-        """The mean per-query loss (HAP-VR Eq. 12) of a score matrix.
+        """The mean per-query loss (HAP-VR Eq. 12) of a score matrix (or their sum, or each, see ``reduction``).
 
         Args:
             scores: ``[Q, M]`` finite float scores (float16/bfloat16/float32/float64; NumPy arrays accepted).
@@ -69,15 +89,18 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
                 on a batch's N×N matrix).
 
         Returns:
-            0-d tensor in the scores' dtype (float32 for half-precision scores), attached to the graph.
+            0-d tensor in the scores' dtype (float32 for half-precision scores), attached to the graph;
+            ``[Q]`` with ``reduction="none"``.
 
         Examples:
             >>> from hapref.losses import SmoothAP
             >>> scores = torch.tensor([[0.9, 0.8, 0.1], [0.2, 0.7, 0.6]])
             >>> relevance = torch.tensor([[True, False, True], [False, True, False]])
-            >>> loss = SmoothAP(tau=0.01)(scores, relevance)  # AP 5/6 and 1: loss ≈ (1/6 + 0) / 2
+            >>> loss = SmoothAP(temperature=0.01)(scores, relevance)  # AP 5/6 and 1: loss ≈ (1/6 + 0) / 2
             >>> round(loss.item(), 3)
             0.083
+            >>> [round(v, 3) for v in SmoothAP(temperature=0.01, reduction="none")(scores, relevance).tolist()]
+            [0.167, 0.0]
         """
         refuse_labels_as_relevance(self, scores, relevance)
         scores, relevance, ignore = check_scores_relevance(scores, relevance, ignore, finite=True)
@@ -86,11 +109,17 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
         valid = torch.ones_like(relevance) if ignore is None else ~ignore
         positive, negative = relevance & valid, ~relevance & valid
         has_positive = positive.any(dim=1)
-        if not has_positive.any():
-            return scores[:0, :0].sum()  # zero, still on the graph
-        if not has_positive.all():
-            scores, positive, negative = scores[has_positive], positive[has_positive], negative[has_positive]
-        return self._chunked(scores, positive, negative).mean()
+        if not has_positive.any():  # zero(s), still on the graph
+            return scores[:, :0].sum(dim=1) if self.reduction == "none" else scores[:0, :0].sum()
+        every_row = bool(has_positive.all())
+        rows = (scores, positive, negative) if every_row else \
+            (scores[has_positive], positive[has_positive], negative[has_positive])
+        values = self._chunked(*rows)
+        if self.reduction == "mean":
+            return values.mean()
+        if self.reduction == "sum":
+            return values.sum()
+        return values if every_row else scores[:, :0].sum(dim=1).masked_scatter(has_positive, values)
 
     def _chunked(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         """Per-query losses, in row chunks (recomputed in backward) when O(Q·|P|·M) exceeds the bound."""

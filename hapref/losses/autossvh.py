@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from hapref.validation import check_float_tensor
+from hapref.validation import check_float_tensor, renamed_keywords
 
 __all__ = ["LOSS_WEIGHTS", "AutoSSVHWeights", "autossvh_loss", "component_vote", "dcl_loss", "frame_reconstruction",
            "kmeans_clusters", "p2set_loss", "view_contrast"]
@@ -21,17 +21,23 @@ __all__ = ["LOSS_WEIGHTS", "AutoSSVHWeights", "autossvh_loss", "component_vote",
 
 @dataclass(frozen=True)
 class AutoSSVHWeights:
-    """α (view contrast) and β (P2Set) of AutoSSVH Eq. 17, with the contrast temperatures.
+    """α (view contrast) and β (P2Set) of AutoSSVH Eq. 17, with the view contrast's temperature τ and DCL's
+    positive prior τ⁺ (the released configs' ``tau`` and ``tau_plus``).
 
     Examples:
         >>> AutoSSVHWeights(alpha=0.2, beta=0.01)
-        AutoSSVHWeights(alpha=0.2, beta=0.01, tau=0.5, tau_plus=0.1)
+        AutoSSVHWeights(alpha=0.2, beta=0.01, temperature=0.5, positive_prior=0.1)
     """
 
     alpha: float = 1.0
     beta: float = 0.2
-    tau: float = 0.5
-    tau_plus: float = 0.1
+    temperature: float = 0.5
+    positive_prior: float = 0.1
+
+
+# The old keywords raise a TypeError naming the new ones.
+_renamed = renamed_keywords(tau="temperature", tau_plus="positive_prior")
+AutoSSVHWeights.__init__ = _renamed(AutoSSVHWeights.__init__)  # type: ignore[method-assign]
 
 
 #: Per-dataset weights of the released configs (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH).
@@ -70,54 +76,58 @@ def _promote(x: Tensor) -> Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
-def _pair_similarity(b1: Tensor, b2: Tensor, tau: float) -> tuple[Tensor, Tensor]:
+def _pair_similarity(b1: Tensor, b2: Tensor, temperature: float) -> tuple[Tensor, Tensor]:
     b1 = _promote(check_float_tensor(b1, "b1", 2, finite=True))
     b2 = _promote(check_float_tensor(b2, "b2", None, finite=True))
     if b2.shape != b1.shape:
         raise ValueError(f"b2 must have the shape of b1 {tuple(b1.shape)}, got {tuple(b2.shape)}")
-    if tau <= 0:
-        raise ValueError(f"tau must be > 0, got {tau}")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
     z = F.normalize(torch.cat([b1, b2.to(b1.dtype)]), dim=-1)
     n = b1.shape[0]
     partner = torch.cat([torch.arange(n, 2 * n), torch.arange(n)]).to(b1.device)
-    return z @ z.T / tau, partner
+    return z @ z.T / temperature, partner
 
 
-def view_contrast(b1: Tensor, b2: Tensor, tau: float = 0.5) -> Tensor:
+@renamed_keywords(tau="temperature")
+def view_contrast(b1: Tensor, b2: Tensor, temperature: float = 0.5) -> Tensor:
     """VC loss, the paper's InfoNCE form (AutoSSVH Eq. 14–15) on the codes of two views [N, K].
 
     Each of the 2N codes has its other view as positive and the 2N − 2 remaining codes as
-    negatives; similarity is the cosine over τ. Fewer than 2 videos -> 0. Codes are ``[N, K]`` floats;
+    negatives; similarity is the cosine over the ``temperature`` τ. Fewer than 2 videos -> 0. Codes are
+    ``[N, K]`` floats;
     half precision is computed (and returned) in float32.
 
     Examples:
         >>> b = torch.tensor([[1.0, 1.0], [1.0, -1.0]])
-        >>> round(view_contrast(b, b, tau=0.5).item(), 4)  # each code: log(1 + 2 e^-2)
+        >>> round(view_contrast(b, b, temperature=0.5).item(), 4)  # each code: log(1 + 2 e^-2)
         0.2395
     """
-    logits, partner = _pair_similarity(b1, b2, tau)
+    logits, partner = _pair_similarity(b1, b2, temperature)
     if b1.shape[0] < 2:
         return logits.sum() * 0
     logits = logits.masked_fill(torch.eye(len(logits), dtype=torch.bool, device=logits.device), float("-inf"))
     return F.cross_entropy(logits, partner)
 
 
-def dcl_loss(b1: Tensor, b2: Tensor, tau: float = 0.5, tau_plus: float = 0.1) -> Tensor:
+@renamed_keywords(tau="temperature", tau_plus="positive_prior")
+def dcl_loss(b1: Tensor, b2: Tensor, temperature: float = 0.5, positive_prior: float = 0.1) -> Tensor:
     """Debiased contrastive VC loss (Chuang et al. 2020), the released code's form (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH).
 
     ``Ng = max((Σ_neg e^{s} − τ⁺·n·e^{s⁺}) / (1 − τ⁺), n·e^{−1/τ})`` with n = 2N − 2 negatives and
-    ``L = mean(−log(e^{s⁺} / (e^{s⁺} + Ng)))``; τ⁺ = 0 gives back :func:`view_contrast`.
+    ``L = mean(−log(e^{s⁺} / (e^{s⁺} + Ng)))`` with ``temperature`` τ and ``positive_prior`` τ⁺ (the prior
+    probability that a negative shares the anchor's class); τ⁺ = 0 gives back :func:`view_contrast`.
     Computed in log space (log-sum-exp, shifted by the row's largest logit), so small τ and half
     precision neither overflow nor underflow; half-precision codes give a float32 loss.
 
     Examples:
         >>> b = torch.tensor([[1.0, 1.0], [1.0, -1.0]])
-        >>> dcl_loss(b, b, tau=0.5, tau_plus=0.0).item() == view_contrast(b, b, tau=0.5).item()
+        >>> dcl_loss(b, b, temperature=0.5, positive_prior=0.0).item() == view_contrast(b, b, temperature=0.5).item()
         True
     """
-    if not 0 <= tau_plus < 1:
-        raise ValueError(f"tau_plus must lie in [0, 1), got {tau_plus}")
-    logits, partner = _pair_similarity(b1, b2, tau)
+    if not 0 <= positive_prior < 1:
+        raise ValueError(f"positive_prior must lie in [0, 1), got {positive_prior}")
+    logits, partner = _pair_similarity(b1, b2, temperature)
     if b1.shape[0] < 2:
         return logits.sum() * 0
     n = len(logits) - 2
@@ -130,8 +140,8 @@ def dcl_loss(b1: Tensor, b2: Tensor, tau: float = 0.5, tau_plus: float = 0.1) ->
     shift = logits.detach().amax(-1)
     neg = (logits - shift[:, None]).masked_fill(~negative, float("-inf")).exp().sum(-1)
     pos_e = (pos - shift).exp()
-    floor = n * torch.exp(-1 / tau - shift)
-    ng = torch.maximum((neg - tau_plus * n * pos_e) / (1 - tau_plus), floor)
+    floor = n * torch.exp(-1 / temperature - shift)
+    ng = torch.maximum((neg - positive_prior * n * pos_e) / (1 - positive_prior), floor)
     return (torch.log(pos_e + ng) - (pos - shift)).mean()
 
 
@@ -188,11 +198,12 @@ def kmeans_clusters(codes: Tensor, num_clusters: int, seed: int = 0) -> Tensor:
     return torch.from_numpy(np.asarray(labels, dtype=np.int64)).to(codes.device)
 
 
-def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, tau: float = 0.2) -> Tensor:
+@renamed_keywords(tau="temperature")
+def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, temperature: float = 0.2) -> Tensor:
     """P2Set loss (AutoSSVH Eq. 16) for one clustering, averaged over the codes.
 
     ``−log( e^{cos(b_i, c_{y_i})/τ} / Σ_m e^{cos(b_i, c_m)/τ} )``: pull every code to its voted
-    centre and away from the other centres. Sum over several clusterings is the caller's.
+    centre and away from the other centres (``temperature`` τ). Sum over several clusterings is the caller's.
 
     Args:
         codes: [N, K] (straight-through binary) codes.
@@ -204,7 +215,7 @@ def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, tau: float = 0.
 
     Examples:
         >>> codes = torch.tensor([[1.0, 1.0], [-1.0, -1.0]])
-        >>> round(p2set_loss(codes, torch.tensor([0, 1]), codes, tau=0.2).item(), 6)  # log(1 + e^-10)
+        >>> round(p2set_loss(codes, torch.tensor([0, 1]), codes, temperature=0.2).item(), 6)  # log(1 + e^-10)
         4.5e-05
     """
     codes = _promote(check_float_tensor(codes, "codes", 2, finite=True))
@@ -218,11 +229,11 @@ def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, tau: float = 0.
     if len(assigned) and (assigned.min() < 0 or assigned.max() >= centres.shape[0]):
         raise ValueError(f"assigned must hold cluster ids in [0, C={centres.shape[0]}), got values in "
                          f"[{int(assigned.min())}, {int(assigned.max())}]")
-    if tau <= 0:
-        raise ValueError(f"tau must be > 0, got {tau}")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
     if codes.shape[0] == 0:
         return codes.sum()
-    logits = F.normalize(codes, dim=-1) @ F.normalize(centres.to(codes.dtype), dim=-1).T / tau
+    logits = F.normalize(codes, dim=-1) @ F.normalize(centres.to(codes.dtype), dim=-1).T / temperature
     return F.cross_entropy(logits, assigned.to(codes.device))
 
 

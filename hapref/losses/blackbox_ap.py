@@ -61,7 +61,8 @@ class BlackBoxAP(RankingLoss):
 
     The value is the exact AP (ties broken by position); the gradient of both rank vectors comes
     from blackbox differentiation with interpolation strength ``lambda_`` acting on ranks / M. The reference's random
-    score margin and memory of past batches are left out.
+    score margin and memory of past batches are left out. ``reduction``: ``"mean"`` over the queries with a
+    positive, ``"sum"``, or ``"none"`` (``[Q]``, see :class:`~hapref.losses.RankingLoss`).
 
     Examples:
         >>> scores = torch.tensor([[0.9, 0.8, 0.1]], requires_grad=True)
@@ -73,8 +74,8 @@ class BlackBoxAP(RankingLoss):
         True
     """
 
-    def __init__(self, lambda_: float = 4.0) -> None:
-        super().__init__()
+    def __init__(self, lambda_: float = 4.0, reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
         if lambda_ <= 0:
             raise ValueError(f"lambda_ must be positive, got {lambda_}")
         self.lambda_ = lambda_
@@ -87,4 +88,4 @@ class BlackBoxAP(RankingLoss):
         return 1 - (rank_pos / rank_all * pos_w).sum(dim=1) / pos_w.sum(dim=1)
 
     def extra_repr(self) -> str:
-        return f"lambda_={self.lambda_}"
+        return self._with_reduction(f"lambda_={self.lambda_}")

@@ -13,11 +13,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from hapref.losses.memory_bank import CircleLoss, MemoryBankInfoNCE
+from hapref.losses.memory_bank import MemoryBankCircle, MemoryBankInfoNCE
 
 
 def similarity_gradients(loss: nn.Module, sims: Tensor) -> tuple[Tensor, Tensor]:
-    """Analytic ``(∂L/∂s_p [B], ∂L/∂s_n [B, M])`` of a row-mean loss over ``sims [B, 1 + M]`` (TCA Eq. 5 generalised).
+    """Analytic ``(∂L/∂s_p [B], ∂L/∂s_n [B, M])`` of a loss over ``sims [B, 1 + M]`` (TCA Eq. 5 generalised).
+
+    The loss is the mean over rows (``reduction="mean"``) or their sum (``"sum"``).
 
     Examples:
         >>> from hapref.losses import MemoryBankInfoNCE
@@ -30,13 +32,18 @@ def similarity_gradients(loss: nn.Module, sims: Tensor) -> tuple[Tensor, Tensor]
     """
     if isinstance(loss, MemoryBankInfoNCE):
         slope = torch.full_like(sims, 1.0 / loss.temperature)
-    elif isinstance(loss, CircleLoss) and not loss.released:
-        m = loss.m
-        slope = loss.gamma * torch.cat([(1 + m - sims[:, :1]).clamp_min(0), (sims[:, 1:] + m).clamp_min(0)], dim=1)
+    elif isinstance(loss, MemoryBankCircle) and not loss.released:
+        m = loss.margin
+        slope = loss.scale * torch.cat([(1 + m - sims[:, :1]).clamp_min(0), (sims[:, 1:] + m).clamp_min(0)], dim=1)
     else:
-        raise ValueError(f"loss must be MemoryBankInfoNCE or CircleLoss (paper version), got {type(loss).__name__}")
+        raise ValueError(f"loss must be MemoryBankInfoNCE or MemoryBankCircle (paper version), "
+                         f"got {type(loss).__name__}")
+    if loss.reduction == "none":
+        raise ValueError("loss must reduce its rows (reduction 'mean' or 'sum'), got reduction='none'")
     sigma = torch.softmax(loss.logits(sims), dim=1)
-    grads = torch.cat([-(1 - sigma[:, :1]), sigma[:, 1:]], dim=1) * slope / sims.shape[0]
+    grads = torch.cat([-(1 - sigma[:, :1]), sigma[:, 1:]], dim=1) * slope
+    if loss.reduction == "mean":
+        grads = grads / sims.shape[0]
     return grads[:, 0], grads[:, 1:]
 
 

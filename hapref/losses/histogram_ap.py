@@ -49,6 +49,8 @@ class FastAP(RankingLoss):
     score range (−1, 1), the default, and matches pytorch-metric-learning's ``FastAPLoss`` (see tests).
     A list-wise baseline of HAP-VR Table 2 (FastAP, https://github.com/kunhe/FastAP-metric-learning).
     :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals pytorch-metric-learning's ``FastAPLoss``.
+    ``reduction``: ``"mean"`` over the queries with a positive, ``"sum"``, or ``"none"`` (``[Q]``, see
+    :class:`~hapref.losses.RankingLoss`).
 
     Examples:
         >>> scores = torch.tensor([[0.8, 0.6, -0.2]])
@@ -56,8 +58,9 @@ class FastAP(RankingLoss):
         0.1667
     """
 
-    def __init__(self, num_bins: int = 10, score_range: tuple[float, float] = (-1.0, 1.0)) -> None:
-        super().__init__()
+    def __init__(self, num_bins: int = 10, score_range: tuple[float, float] = (-1.0, 1.0),
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
         self.num_bins, self.score_range = num_bins, score_range
         self.register_buffer("centres", _centres(score_range, num_bins + 1), persistent=False)
 
@@ -66,7 +69,7 @@ class FastAP(RankingLoss):
         return 1 - histogram_ap(scores, positive, negative, centres)
 
     def extra_repr(self) -> str:
-        return f"num_bins={self.num_bins}, score_range={self.score_range}"
+        return self._with_reduction(f"num_bins={self.num_bins}, score_range={self.score_range}")
 
 
 class ListwiseAP(RankingLoss):
@@ -74,7 +77,8 @@ class ListwiseAP(RankingLoss):
 
     The same estimator as :class:`FastAP` with DIR's defaults (25 centres on [0, 1]); scores
     outside the range fall into the end bins, as DIR's one-sided end kernels do.
-    A list-wise baseline of HAP-VR Table 2 (https://github.com/naver/deep-image-retrieval).
+    A list-wise baseline of HAP-VR Table 2 (https://github.com/naver/deep-image-retrieval). ``reduction`` as
+    in :class:`FastAP`.
 
     Examples:
         >>> scores = torch.tensor([[1.0, 0.5, 0.0]])
@@ -82,8 +86,9 @@ class ListwiseAP(RankingLoss):
         0.1667
     """
 
-    def __init__(self, num_bins: int = 25, score_range: tuple[float, float] = (0.0, 1.0)) -> None:
-        super().__init__()
+    def __init__(self, num_bins: int = 25, score_range: tuple[float, float] = (0.0, 1.0),
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
         self.num_bins, self.score_range = num_bins, score_range
         self.register_buffer("centres", _centres(score_range, num_bins), persistent=False)
 
@@ -92,4 +97,4 @@ class ListwiseAP(RankingLoss):
         return 1 - histogram_ap(scores, positive, negative, centres)
 
     def extra_repr(self) -> str:
-        return f"num_bins={self.num_bins}, score_range={self.score_range}"
+        return self._with_reduction(f"num_bins={self.num_bins}, score_range={self.score_range}")

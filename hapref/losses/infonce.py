@@ -7,6 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from hapref.losses._reduction import check_reduction
 from hapref.losses.embeddings import EmbeddingLoss, refuse_labels_as_relevance
 from hapref.validation import check_scores_relevance, renamed_keywords
 
@@ -31,8 +32,9 @@ class InfoNCE(EmbeddingLoss, nn.Module):
 
     For query i and every positive j ≠ i:
     ``−log e^{s_ij/τ} / (e^{s_ij/τ} + Σ_{k∈N_i} e^{s_ik/τ} + 10⁻⁶)``; other positives stay out of the
-    denominator. The per-query mean over positives is averaged over queries that have one (0 if none).
-    Computed with log-sum-exp, so τ = 0.03 does not overflow.
+    denominator. The per-query mean over positives is averaged over queries that have one (0 if none);
+    ``reduction="sum"`` sums them, ``reduction="none"`` returns them, ``[N]`` (0 for a query without a
+    positive). ``temperature`` is τ. Computed with log-sum-exp, so τ = 0.03 does not overflow.
 
     Examples:
         >>> scores = torch.tensor([[1.0, 0.9, 0.1], [0.9, 1.0, 0.2], [0.1, 0.2, 1.0]])
@@ -45,17 +47,18 @@ class InfoNCE(EmbeddingLoss, nn.Module):
         torch.Size([])
     """
 
-    def __init__(self, temperature: float = 0.03, eps: float = 1e-6) -> None:
+    def __init__(self, temperature: float = 0.03, eps: float = 1e-6, reduction: str = "mean") -> None:
         super().__init__()
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         self.temperature, self.eps = temperature, eps
+        self.reduction = check_reduction(reduction)
 
     @renamed_keywords(mask="ignore")
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
         """The loss of a batch's ``[N, N]`` finite float similarity matrix, ``[N, N]`` bool relevance and
         optional ``[N, N]`` bool ``ignore`` (True = left out; the diagonal always is). Returns a 0-d tensor
-        (float32 for half-precision scores).
+        (``[N]`` with ``reduction="none"``), float32 for half-precision scores.
 
         Examples:
             >>> scores = torch.tensor([[1.0, 0.9, 0.1], [0.9, 1.0, 0.2], [0.1, 0.2, 1.0]])
@@ -64,6 +67,8 @@ class InfoNCE(EmbeddingLoss, nn.Module):
             >>> loss = InfoNCE(temperature=0.1)
             >>> bool(loss(scores, relevance, ignore=ignore) == loss(scores, relevance)), loss(scores, relevance).ndim
             (True, 0)
+            >>> InfoNCE(temperature=0.1, reduction="none")(scores, relevance)  # query 2 has no positive: 0
+            tensor([0.0003, 0.0009, 0.0000])
         """
         refuse_labels_as_relevance(self, scores, relevance)
         scores, relevance, ignore = _square(scores, relevance, ignore)
@@ -75,4 +80,8 @@ class InfoNCE(EmbeddingLoss, nn.Module):
         n_pos = positive.sum(1)
         per_query = (nll * positive).sum(1) / n_pos.clamp(min=1)
         has_pos = n_pos > 0
+        if self.reduction == "none":
+            return per_query
+        if self.reduction == "sum":
+            return (per_query * has_pos).sum()
         return (per_query * has_pos).sum() / has_pos.sum().clamp(min=1)

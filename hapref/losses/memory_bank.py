@@ -1,21 +1,44 @@
 """Contrastive learning against a memory bank of negatives: the bank, InfoNCE (TCA Eq. 3) and Circle loss (Eq. 4).
 
+The losses here are named ``MemoryBank…`` (:class:`MemoryBankInfoNCE`, :class:`MemoryBankCircle`) or
+:class:`HardestTripletLoss`: they take the memory-bank layout below, unlike :class:`hapref.losses.InfoNCE` and
+:class:`hapref.losses.Circle`, which take a batch's score matrix with any number of positives per row.
+
 TCA §3.4 compares an anchor with one positive and many negatives kept from earlier batches. The
 released run (the released TCA code, https://github.com/xwen99/temporal_context_aggregation) uses MoCo with momentum 0, i.e. the keys are the current encoder's
 detached embeddings; the similarities are computed against the bank *before* the batch's keys are
 enqueued. Both losses take the same similarity layout: ``sims [B, 1 + M]`` with the positive in column 0
 and M negatives after it, plus an optional ``valid [B, M]`` flags (False = not a negative for that row,
-e.g. a bank entry of the anchor's own clip).
+e.g. a bank entry of the anchor's own clip). Every loss returns the mean over the rows, their sum with
+``reduction="sum"``, or the per-row values ``[B]`` with ``reduction="none"``.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 from torch import Tensor, nn
 
-from hapref.validation import check_float_tensor
+from hapref.losses._reduction import check_reduction, reduce_values
+from hapref.validation import check_float_tensor, renamed_keywords
+
+__all__ = ["MemoryBank", "contrastive_similarities", "MemoryBankInfoNCE", "MemoryBankCircle", "HardestTripletLoss",
+           "contrastive_loss"]
+
+#: Old names that still import, with a DeprecationWarning naming the new one.
+DEPRECATED_NAMES = {"CircleLoss": "MemoryBankCircle"}
+
+
+def __getattr__(name: str):
+    if name in DEPRECATED_NAMES:
+        new = DEPRECATED_NAMES[name]
+        warnings.warn(f"{name} was renamed {new} (TCA's Circle loss on memory-bank similarities; "
+                      "hapref.losses.Circle is the score-matrix Circle loss); the old name will be removed",
+                      DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class MemoryBank(nn.Module):
@@ -159,16 +182,19 @@ def _check_sims(sims: Tensor, valid: Tensor | None) -> Tensor:
     return full
 
 
-def _cross_entropy_column0(logits: Tensor, keep: Tensor) -> Tensor:
-    """Mean over rows of ``−log softmax(logits)[:, 0]`` with dropped columns at −inf (0 for an empty batch)."""
+def _cross_entropy_column0(logits: Tensor, keep: Tensor, reduction: str = "mean") -> Tensor:
+    """``−log softmax(logits)[:, 0]`` per row, dropped columns at −inf, reduced (an empty batch's mean is 0)."""
     if logits.shape[0] == 0:
-        return logits.sum() * 0.0
+        return logits[:, 0] * 0.0 if reduction == "none" else logits.sum() * 0.0
     logits = logits.masked_fill(~keep, -math.inf)
-    return (torch.logsumexp(logits, dim=1) - logits[:, 0]).mean()
+    return reduce_values(torch.logsumexp(logits, dim=1) - logits[:, 0], reduction)
 
 
 class MemoryBankInfoNCE(nn.Module):
     """InfoNCE against a memory bank (TCA Eq. 3): ``−log e^{s_p/τ} / (e^{s_p/τ} + Σ_j e^{s_n^j/τ})``, mean over rows.
+
+    ``temperature`` is τ; ``reduction`` ``"mean"`` (over rows), ``"sum"`` or ``"none"`` (``[B]``).
+    :class:`hapref.losses.InfoNCE` is the score-matrix form (HAP-VR's L_base).
 
     Examples:
         >>> sims = torch.tensor([[0.9, 0.1, -0.3]])  # positive first, then the negatives
@@ -176,11 +202,13 @@ class MemoryBankInfoNCE(nn.Module):
         0.000341
     """
 
-    def __init__(self, temperature: float = 0.07) -> None:
+    @renamed_keywords(tau="temperature")
+    def __init__(self, temperature: float = 0.07, reduction: str = "mean") -> None:
         super().__init__()
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         self.temperature = temperature
+        self.reduction = check_reduction(reduction)
 
     def logits(self, sims: Tensor) -> Tensor:
         """The softmax logits ``s/τ`` of Eq. 3, same shape and dtype as ``sims [B, 1 + M]``.
@@ -201,7 +229,8 @@ class MemoryBankInfoNCE(nn.Module):
 
     def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
         """Mean loss over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
-        ``valid [B, M]`` bool (False = not a negative of that row); 0-d, float32 for half-precision input.
+        ``valid [B, M]`` bool (False = not a negative of that row); 0-d (``[B]`` with ``reduction="none"``),
+        float32 for half-precision input.
 
         Examples:
             >>> sims = torch.tensor([[0.9, 0.1, -0.2], [0.5, 0.6, 0.0]])
@@ -210,18 +239,23 @@ class MemoryBankInfoNCE(nn.Module):
             >>> loss = MemoryBankInfoNCE(0.1)
             >>> bool(loss(sims, torch.tensor([[True, True], [False, True]])) < loss(sims))  # fewer negatives
             True
+            >>> MemoryBankInfoNCE(0.1, reduction="none")(sims).shape
+            torch.Size([2])
         """
         keep = _check_sims(sims, valid)
         sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
-        return _cross_entropy_column0(self.logits(sims), keep)
+        return _cross_entropy_column0(self.logits(sims), keep, self.reduction)
 
 
-class CircleLoss(nn.Module):
-    """Circle loss with one positive and many negatives (TCA Eq. 4, Sun et al. 2020).
+class MemoryBankCircle(nn.Module):
+    """Circle loss with one positive and many negatives, TCA's memory-bank form (TCA Eq. 4, Sun et al. 2020).
 
     ``−log e^{γα_p(s_p−Δ_p)} / (e^{γα_p(s_p−Δ_p)} + Σ_j e^{γα_n^j(s_n^j−Δ_n)})`` with optima O_p = 1+m,
     O_n = −m, weights ``α_p = [O_p − s_p]_+`` and ``α_n = [s_n − O_n]_+`` (detached, as in Circle loss),
-    margins Δ_p = 1−m, Δ_n = m. TCA uses m = 0.25, γ = 256.
+    margins Δ_p = 1−m, Δ_n = m. ``margin`` is the relaxation margin m, ``scale`` the scale factor γ; TCA
+    uses m = 0.25, γ = 256. ``reduction`` ``"mean"`` (over rows), ``"sum"`` or ``"none"`` (``[B]``).
+    :class:`hapref.losses.Circle` is the same loss on a score matrix with any number of positives per row
+    (HAP-VR Table 2); this class was called ``CircleLoss`` before (the old name warns).
 
     ``released=True`` reproduces the released code (the released TCA code, https://github.com/xwen99/temporal_context_aggregation): the positive-type α and Δ are
     written to row 0 of the logit matrix instead of column 0, so row 0 treats every entry as a positive and
@@ -229,15 +263,18 @@ class CircleLoss(nn.Module):
 
     Examples:
         >>> sims = torch.tensor([[0.9, 0.1, -0.3]])
-        >>> CircleLoss()(sims).item() < 1e-3  # well ranked: almost no loss
+        >>> MemoryBankCircle(margin=0.25, scale=256.0)(sims).item() < 1e-3  # well ranked: almost no loss
         True
     """
 
-    def __init__(self, m: float = 0.25, gamma: float = 256.0, released: bool = False) -> None:
+    @renamed_keywords(m="margin", gamma="scale")
+    def __init__(self, margin: float = 0.25, scale: float = 256.0, released: bool = False,
+                 reduction: str = "mean") -> None:
         super().__init__()
-        if not 0.0 <= m < 1.0 or gamma <= 0:
-            raise ValueError(f"m must lie in [0, 1) and gamma be > 0, got m={m}, gamma={gamma}")
-        self.m, self.gamma, self.released = m, gamma, released
+        if not 0.0 <= margin < 1.0 or scale <= 0:
+            raise ValueError(f"margin must lie in [0, 1) and scale be > 0, got margin={margin}, scale={scale}")
+        self.margin, self.scale, self.released = margin, scale, released
+        self.reduction = check_reduction(reduction)
 
     def logits(self, sims: Tensor) -> Tensor:
         """The softmax logits ``γ α (s − Δ)`` of Eq. 4 (α detached), same shape and dtype as ``sims [B, 1 + M]``.
@@ -245,7 +282,7 @@ class CircleLoss(nn.Module):
         The loss is the cross-entropy of these logits with target column 0.
 
         Examples:
-            >>> loss = CircleLoss(m=0.25, gamma=256.0)
+            >>> loss = MemoryBankCircle(margin=0.25, scale=256.0)
             >>> sims = torch.tensor([[0.9, 0.1, -0.3], [0.2, 0.5, 0.1]])
             >>> # positive: 256 * (1.25 - 0.9) * (0.9 - 0.75); negatives: 256 * [s + 0.25]_+ * (s - 0.25)
             >>> [round(v, 2) for v in loss.logits(sims)[0].tolist()]  # -0.3 < -m: weight α_n = 0
@@ -254,7 +291,7 @@ class CircleLoss(nn.Module):
             >>> torch.allclose(loss(sims), torch.nn.functional.cross_entropy(loss.logits(sims), target))
             True
         """
-        m = self.m
+        m = self.margin
         positive_type = torch.zeros_like(sims, dtype=torch.bool)
         if self.released:
             positive_type[:1] = True
@@ -262,20 +299,21 @@ class CircleLoss(nn.Module):
             positive_type[:, 0] = True
         alpha = torch.where(positive_type, (1 + m - sims).clamp_min(0), (sims + m).clamp_min(0)).detach()
         delta = torch.where(positive_type, sims.new_tensor(1 - m), sims.new_tensor(m))
-        return self.gamma * alpha * (sims - delta)
+        return self.scale * alpha * (sims - delta)
 
     def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
         """Mean loss over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
-        ``valid [B, M]`` bool (False = not a negative of that row); 0-d, float32 for half-precision input.
+        ``valid [B, M]`` bool (False = not a negative of that row); 0-d (``[B]`` with ``reduction="none"``),
+        float32 for half-precision input.
 
         Examples:
             >>> well_ranked, mis_ranked = torch.tensor([[0.9, 0.1, -0.2]]), torch.tensor([[0.1, 0.9, -0.2]])
-            >>> bool(CircleLoss()(well_ranked) < CircleLoss()(mis_ranked))
+            >>> bool(MemoryBankCircle()(well_ranked) < MemoryBankCircle()(mis_ranked))
             True
         """
         keep = _check_sims(sims, valid)
         sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
-        return _cross_entropy_column0(self.logits(sims), keep)
+        return _cross_entropy_column0(self.logits(sims), keep, self.reduction)
 
 
 class HardestTripletLoss(nn.Module):
@@ -284,7 +322,8 @@ class HardestTripletLoss(nn.Module):
     ``mean_rows [max_j s_n^j − s_p + margin]_+`` over the valid negatives of each row (rows without one give
     0); same ``sims [B, 1 + M]`` / ``valid [B, M]`` layout as :class:`MemoryBankInfoNCE`. TCA §4.2 compares
     its memory-bank losses with triplet training and hard-negative mining as in DML (Kordopatis-Zilos et al.
-    2017); the margin is a free parameter (not stated in the TCA paper).
+    2017); the margin is a free parameter (not stated in the TCA paper). ``reduction`` ``"mean"`` (over rows),
+    ``"sum"`` or ``"none"`` (``[B]``).
 
     Examples:
         >>> sims = torch.tensor([[0.8, 0.75, 0.1], [0.9, -0.2, 0.3]])
@@ -292,15 +331,16 @@ class HardestTripletLoss(nn.Module):
         0.025
     """
 
-    def __init__(self, margin: float = 0.1) -> None:
+    def __init__(self, margin: float = 0.1, reduction: str = "mean") -> None:
         super().__init__()
         if margin < 0:
             raise ValueError(f"margin must be >= 0, got {margin}")
         self.margin = margin
+        self.reduction = check_reduction(reduction)
 
     def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
         """Mean hinge over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
-        ``valid [B, M]`` bool (False = not a negative of that row); 0-d.
+        ``valid [B, M]`` bool (False = not a negative of that row); 0-d (``[B]`` with ``reduction="none"``).
 
         Examples:
             >>> sims, loss = torch.tensor([[0.8, 0.75, 0.1]]), HardestTripletLoss(margin=0.1)
@@ -309,26 +349,27 @@ class HardestTripletLoss(nn.Module):
         """
         keep = _check_sims(sims, valid)
         if sims.shape[0] == 0 or sims.shape[1] < 2:
-            return sims.sum() * 0.0
+            return sims[:, 0] * 0.0 if self.reduction == "none" else sims.sum() * 0.0
         hardest = sims[:, 1:].masked_fill(~keep[:, 1:], -math.inf).amax(dim=1)
         hinge = (hardest - sims[:, 0] + self.margin).clamp_min(0)
-        return torch.where(keep[:, 1:].any(dim=1), hinge, torch.zeros_like(hinge)).mean()
+        return reduce_values(torch.where(keep[:, 1:].any(dim=1), hinge, torch.zeros_like(hinge)), self.reduction)
 
 
-def contrastive_loss(name: str, temperature: float = 0.07, m: float = 0.25, gamma: float = 256.0,
-                     margin: float = 0.1) -> nn.Module:
-    """``"infonce"`` -> :class:`MemoryBankInfoNCE`, ``"circle"`` -> :class:`CircleLoss`,
-    ``"triplet"`` -> :class:`HardestTripletLoss` (TCA Table 1c/1d).
+def contrastive_loss(name: str, **hyperparameters) -> nn.Module:
+    """``"infonce"`` -> :class:`MemoryBankInfoNCE`, ``"circle"`` -> :class:`MemoryBankCircle`,
+    ``"triplet"`` -> :class:`HardestTripletLoss` (TCA Table 1c/1d), built with ``hyperparameters``.
+
+    The keywords are the class's own: ``temperature`` (InfoNCE), ``margin`` and ``scale`` (Circle),
+    ``margin`` (triplet), and ``reduction`` for any of them.
 
     Examples:
         >>> [type(contrastive_loss(n)).__name__ for n in ("infonce", "circle", "triplet")]
-        ['MemoryBankInfoNCE', 'CircleLoss', 'HardestTripletLoss']
+        ['MemoryBankInfoNCE', 'MemoryBankCircle', 'HardestTripletLoss']
+        >>> contrastive_loss("circle", margin=0.3, scale=64.0).scale
+        64.0
     """
-    if name == "infonce":
-        return MemoryBankInfoNCE(temperature)
-    if name == "circle":
-        return CircleLoss(m, gamma)
-    if name == "triplet":
-        return HardestTripletLoss(margin)
-    raise ValueError(f"loss must be 'infonce', 'circle' or 'triplet', got {name!r}")
+    losses = {"infonce": MemoryBankInfoNCE, "circle": MemoryBankCircle, "triplet": HardestTripletLoss}
+    if name not in losses:
+        raise ValueError(f"loss must be 'infonce', 'circle' or 'triplet', got {name!r}")
+    return losses[name](**hyperparameters)
 

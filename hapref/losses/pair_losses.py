@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hapref.losses._base import RankingLoss, gather_positives
+from hapref.validation import renamed_keywords
 
 
 def _masked_mean(values: Tensor, weights: Tensor) -> Tensor:
@@ -20,7 +21,8 @@ class Contrastive(RankingLoss):
     m⁺ = 1, m⁻ = 0 are pytorch-metric-learning's advice for cosine similarity; ``pos_margin`` must
     exceed ``neg_margin``. On class-balanced batches :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals
     pytorch-metric-learning's ``ContrastiveLoss`` with cosine similarity and a ``MeanReducer``
-    (its default ``AvgNonZeroReducer`` averages only the non-zero pair terms).
+    (its default ``AvgNonZeroReducer`` averages only the non-zero pair terms). ``reduction``: ``"mean"`` over
+    the queries with a positive, ``"sum"``, or ``"none"`` (``[Q]``, see :class:`~hapref.losses.RankingLoss`).
 
     Examples:
         >>> scores = torch.tensor([[0.9, 0.2, 0.4]])
@@ -29,8 +31,8 @@ class Contrastive(RankingLoss):
         0.4
     """
 
-    def __init__(self, pos_margin: float = 1.0, neg_margin: float = 0.0) -> None:
-        super().__init__()
+    def __init__(self, pos_margin: float = 1.0, neg_margin: float = 0.0, reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
         if not pos_margin > neg_margin:
             raise ValueError(f"pos_margin must exceed neg_margin, got pos_margin={pos_margin}, neg_margin={neg_margin}")
         self.pos_margin, self.neg_margin = pos_margin, neg_margin
@@ -41,7 +43,7 @@ class Contrastive(RankingLoss):
         return pos_term + neg_term
 
     def extra_repr(self) -> str:
-        return f"pos_margin={self.pos_margin}, neg_margin={self.neg_margin}"
+        return self._with_reduction(f"pos_margin={self.pos_margin}, neg_margin={self.neg_margin}")
 
 
 class Triplet(RankingLoss):
@@ -49,7 +51,9 @@ class Triplet(RankingLoss):
 
     A pair-wise baseline of HAP-VR Table 2 (Sun et al., Circle Loss, CVPR 2020); ``margin`` ≥ 0.
     On class-balanced batches :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals pytorch-metric-learning's
-    ``TripletMarginLoss`` with cosine similarity, all triplets and a ``MeanReducer``.
+    ``TripletMarginLoss`` with cosine similarity, all triplets and a ``MeanReducer``. ``reduction`` as in
+    :class:`Contrastive`. :class:`~hapref.losses.EuclideanTripletLoss` is the Radial paper's triplet on
+    explicit (q, p, n) embedding tuples with squared Euclidean distances.
 
     Examples:
         >>> scores = torch.tensor([[0.9, 0.85, 0.1]])
@@ -60,8 +64,8 @@ class Triplet(RankingLoss):
 
     pairwise = True
 
-    def __init__(self, margin: float = 0.1, max_elements: int = 2**25) -> None:
-        super().__init__(max_elements)
+    def __init__(self, margin: float = 0.1, max_elements: int = 2**25, reduction: str = "mean") -> None:
+        super().__init__(max_elements, reduction)
         if margin < 0:
             raise ValueError(f"margin must be >= 0, got {margin}")
         self.margin = margin
@@ -74,39 +78,47 @@ class Triplet(RankingLoss):
         return total / (slot.sum(dim=1) * neg_w.sum(dim=1)).clamp(min=1)
 
     def extra_repr(self) -> str:
-        return f"margin={self.margin}"
+        return self._with_reduction(f"margin={self.margin}")
 
 
 class Circle(RankingLoss):
-    """Circle loss (Sun et al., CVPR 2020, Eq. 6) per query.
+    """Circle loss (Sun et al., CVPR 2020, Eq. 6) per query, on a score matrix (any number of positives).
 
     softplus(logsumexp_n γ α_n (s_n − m) + logsumexp_p −γ α_p (s_p − 1 + m)) with detached weights
-    α_p = [1 + m − s_p]₊, α_n = [s_n + m]₊. Defaults m = 0.25, γ = 256 (the Circle paper, TCA);
-    m must lie in [0, 1) and γ be positive. On class-balanced batches
+    α_p = [1 + m − s_p]₊, α_n = [s_n + m]₊; ``margin`` is the relaxation margin m, ``scale`` the scale
+    factor γ. Defaults m = 0.25, γ = 256 (the Circle paper, TCA); m must lie in [0, 1) and γ be positive.
+    ``reduction`` as in :class:`Contrastive`. On class-balanced batches
     :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals pytorch-metric-learning's ``CircleLoss``
-    with the same m and γ.
+    with ``m = margin`` and ``gamma = scale``. :class:`~hapref.losses.MemoryBankCircle` is TCA's variant
+    on memory-bank similarities (one positive in column 0, then the negatives).
 
     Examples:
         >>> scores = torch.tensor([[0.9, 0.1, 0.0]])
         >>> relevance = torch.tensor([[True, False, False]])
-        >>> Circle()(scores, relevance).item() < 1e-3  # well separated: almost no loss
+        >>> Circle(margin=0.25, scale=256.0)(scores, relevance).item() < 1e-3  # well separated: almost no loss
         True
+        >>> Circle(gamma=80.0)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: Circle.__init__() takes no keyword 'gamma': it is now 'scale' (γ > 0, ...)
     """
 
-    def __init__(self, m: float = 0.25, gamma: float = 256.0) -> None:
-        super().__init__()
-        if not 0 <= m < 1 or not gamma > 0:
-            raise ValueError(f"m must lie in [0, 1) and gamma be > 0, got m={m}, gamma={gamma}")
-        self.m, self.gamma = m, gamma
+    @renamed_keywords(m="margin", gamma="scale")
+    def __init__(self, margin: float = 0.25, scale: float = 256.0, reduction: str = "mean") -> None:
+        super().__init__(reduction=reduction)
+        if not 0 <= margin < 1 or not scale > 0:
+            raise ValueError(f"margin must lie in [0, 1) and scale be > 0, got margin={margin}, scale={scale}")
+        self.margin, self.scale = margin, scale
 
     def per_query(self, scores: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        alpha_p = F.relu(1 + self.m - scores.detach())
-        alpha_n = F.relu(scores.detach() + self.m)
+        m, gamma = self.margin, self.scale
+        alpha_p = F.relu(1 + m - scores.detach())
+        alpha_n = F.relu(scores.detach() + m)
         # A large finite floor (not -inf) keeps rows without negatives free of NaN gradients.
         floor = torch.finfo(scores.dtype).min / 4
-        logit_p = torch.where(positive, -self.gamma * alpha_p * (scores - 1 + self.m), floor)
-        logit_n = torch.where(negative, self.gamma * alpha_n * (scores - self.m), floor)
+        logit_p = torch.where(positive, -gamma * alpha_p * (scores - 1 + m), floor)
+        logit_n = torch.where(negative, gamma * alpha_n * (scores - m), floor)
         return F.softplus(torch.logsumexp(logit_n, dim=1) + torch.logsumexp(logit_p, dim=1))
 
     def extra_repr(self) -> str:
-        return f"m={self.m}, gamma={self.gamma}"
+        return self._with_reduction(f"margin={self.margin}, scale={self.scale}")

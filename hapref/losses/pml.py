@@ -17,7 +17,9 @@ a query left with no positive contributes nothing (the mean is over the queries 
 Where the two libraries define the same loss they agree under these settings (``tests/test_api.py``,
 ``tests/test_pml.py``): FastAP (``num_bins`` equal); Contrastive with PML's ``CosineSimilarity()`` distance,
 ``MeanReducer()`` and explicit ``pos_margin``/``neg_margin``; Triplet with ``TripletMarginLoss(distance=
-CosineSimilarity(), reducer=MeanReducer())``; Circle with equal ``m`` and ``gamma``; all on class-balanced batches.
+CosineSimilarity(), reducer=MeanReducer())``; Circle with PML's ``m`` = hapref's ``margin`` and ``gamma`` = ``scale``;
+all on class-balanced batches. hapref's keywords are ``temperature`` (PML and the papers: τ), ``margin`` and
+``scale`` (γ); every class takes ``reduction="mean" | "sum" | "none"`` ("none": one value per query).
 PML's ``SmoothAPLoss`` ranks each query among its own positives including itself (hapref's ``keep_self=True``)
 and, because of how it reshapes the batch, is only correct for batches of equal, contiguous class blocks.
 """
@@ -134,7 +136,8 @@ def _pml_class(base: type) -> type:
     doc = f"""{name} called PML's way: ``loss(embeddings, labels, indices_tuple=None, ref_emb=None, ref_labels=None)``.
 
     Takes the arguments of :class:`hapref.losses.{name}` (the score-matrix loss it wraps, see there for the
-    equation) and computes it on cosine scores of the embeddings; see :mod:`hapref.losses.pml`.
+    equation and the keywords, ``reduction`` included) and computes it on cosine scores of the embeddings; see
+    :mod:`hapref.losses.pml`.
 
     Examples:
         >>> from hapref.losses.pml import {name}

@@ -10,6 +10,9 @@ from hapref.losses._base import RankingLoss
 class MAE(RankingLoss):
     """Mean absolute error ``|s − y|`` over a query's candidates, then over queries (HAP-VR Table 2).
 
+    ``reduction``: ``"mean"`` over the queries with a positive, ``"sum"``, or ``"none"`` (``[Q]``, see
+    :class:`~hapref.losses.RankingLoss`).
+
     Examples:
         >>> MAE()(torch.tensor([[0.75, 0.25]]), torch.tensor([[True, False]]))
         tensor(0.2500)
@@ -22,6 +25,8 @@ class MAE(RankingLoss):
 
 class MSE(RankingLoss):
     """Mean squared error (s − y)² over a query's candidates, then over queries (HAP-VR Table 2).
+
+    ``reduction`` as in :class:`MAE`.
 
     Examples:
         >>> MSE()(torch.tensor([[0.5, 0.5]]), torch.tensor([[True, False]]))

@@ -21,6 +21,8 @@ class QuadLinearAP(RankingLoss):
 
     Presets (:meth:`preset`): ``"paper"`` δ = 0.18 (Fig. 4), p = 1; ``"released_video"``
     δ = 0.05, p = 0.1 and ``"released_frame"`` δ = 0.05, p = 5 (the public training script).
+    ``reduction``: ``"mean"`` over the queries with a positive, ``"sum"``, or ``"none"`` (``[Q]``, see
+    :class:`~hapref.losses.RankingLoss`).
 
     Examples:
         >>> scores = torch.tensor([[0.9, 0.8, 0.1]])
@@ -39,8 +41,9 @@ class QuadLinearAP(RankingLoss):
         "released_frame": {"delta": 0.05, "p": 5.0},
     }
 
-    def __init__(self, delta: float = 0.18, p: float = 1.0, max_elements: int = 2**25) -> None:
-        super().__init__(max_elements)
+    def __init__(self, delta: float = 0.18, p: float = 1.0, max_elements: int = 2**25,
+                 reduction: str = "mean") -> None:
+        super().__init__(max_elements, reduction)
         if delta <= 0:
             raise ValueError(f"delta must be positive, got {delta}")
         if p < 0:
@@ -71,4 +74,4 @@ class QuadLinearAP(RankingLoss):
         return 1 - relaxed_rank_ap(scores, positive, negative, heaviside, self._neg_step, self.p)
 
     def extra_repr(self) -> str:
-        return f"delta={self.delta}, p={self.p}"
+        return self._with_reduction(f"delta={self.delta}, p={self.p}")

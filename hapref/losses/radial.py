@@ -5,20 +5,24 @@ other sub-class) and a negative (other class). Every loss takes embedding batche
 per tuple, measures squared Euclidean distances ``||a - b||^2`` as the paper defines ``dist``, and
 returns the mean over the batch (``reduction="none"`` gives the per-tuple values). Half-precision
 embeddings are computed in float32 and the loss is returned in float32 (squared distances of large
-embeddings overflow float16); embeddings must be finite.
+embeddings overflow float16); embeddings must be finite. Margins are ``margin`` (``margin1``, ``margin2``,
+... where a loss has several); the docstrings give the paper's symbols.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor, nn
 
-from hapref.validation import check_float_tensor
+from hapref.losses._reduction import check_reduction, reduce_values
+from hapref.validation import check_float_tensor, renamed_keywords
 
 __all__ = [
     "squared_distance",
     "radial_centroid_and_radius",
-    "TripletLoss",
+    "EuclideanTripletLoss",
     "QuadletLoss",
     "RadialLoss",
     "Quadruplet1Loss",
@@ -72,30 +76,39 @@ def _non_negative(**margins: float) -> None:
             raise ValueError(f"{name} must be >= 0 (a margin), got {value}")
 
 
-def _reduce(per_tuple: Tensor, reduction: str) -> Tensor:
-    if reduction == "none":
-        return per_tuple
-    if per_tuple.numel() == 0:  # empty batch: a zero that still carries the graph
-        return per_tuple.sum()
-    return per_tuple.mean() if reduction == "mean" else per_tuple.sum()
+#: Old names that still import, with a DeprecationWarning naming the new one.
+DEPRECATED_NAMES = {"TripletLoss": "EuclideanTripletLoss"}
+
+
+def __getattr__(name: str):
+    if name in DEPRECATED_NAMES:
+        new = DEPRECATED_NAMES[name]
+        warnings.warn(f"{name} was renamed {new} (the Radial paper's triplet on (q, p, n) embeddings with squared "
+                      "Euclidean distances; hapref.losses.Triplet is the triplet loss on a score matrix); the old "
+                      "name will be removed", DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _TupleLoss(nn.Module):
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
-        if reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        self.reduction = reduction
+        self.reduction = check_reduction(reduction)
 
 
-class TripletLoss(_TupleLoss):
-    """Triplet hinge ``[m + d(q,p) - d(q,n)]_+`` (Wang et al. 2014), Radial Eq. 3 with ``g1 = m`` (m ≥ 0).
+class EuclideanTripletLoss(_TupleLoss):
+    """Triplet hinge ``[m + d(q,p) - d(q,n)]_+`` (Wang et al. 2014), Radial Eq. 3 with ``g1 = m`` (``margin`` m ≥ 0).
+
+    The Radial paper's triplet baseline: one explicit (q, p, n) tuple of embeddings per row and squared
+    Euclidean distances ``d``, whence the name; :class:`hapref.losses.Triplet` is the triplet loss on a
+    score matrix (similarities, every positive–negative pair of a query). Called ``TripletLoss`` before
+    (the old name warns).
 
     Examples:
         >>> q, p, n = torch.zeros(1, 2), torch.tensor([[0.5, 0.0]]), torch.tensor([[1.0, 0.0]])
-        >>> TripletLoss(margin=0.7)(q, p, n)  # 0.7 + 0.25 - 1
+        >>> EuclideanTripletLoss(margin=0.7)(q, p, n)  # 0.7 + 0.25 - 1
         tensor(0.)
-        >>> TripletLoss(margin=1.0)(q, p, n)
+        >>> EuclideanTripletLoss(margin=1.0)(q, p, n)
         tensor(0.2500)
     """
 
@@ -111,36 +124,38 @@ class TripletLoss(_TupleLoss):
 
         Examples:
             >>> q, p, n = torch.zeros(2, 1), torch.tensor([[0.5], [1.0]]), torch.tensor([[1.0], [0.5]])
-            >>> TripletLoss(margin=1.0, reduction="none")(q, p, n)  # [1 + d(q, p) - d(q, n)]₊, squared distances
+            >>> EuclideanTripletLoss(margin=1.0, reduction="none")(q, p, n)  # [1 + d(q, p) - d(q, n)]₊, squared d
             tensor([0.2500, 1.7500])
         """
         q, p, n = _check_tuple(("q", "p", "n"), (q, p, n))
         hinge = (self.margin + squared_distance(q, p) - squared_distance(q, n)).clamp_min(0)
-        return _reduce(hinge, self.reduction)
+        return reduce_values(hinge, self.reduction)
 
 
 class QuadletLoss(_TupleLoss):
     """Quadlet loss ``L1 + L2 + L3``, Radial Eq. 3-6 (gaps ``g2 <= g3 <= g1``).
 
     ``L1 = [g1 + d(q,p) - d(q,n)]_+``, ``L2 = [g2 + d(q,p) - d(q,i)]_+``,
-    ``L3 = [g3 + d(p,i) - d(p,n)]_+``.
+    ``L3 = [g3 + d(p,i) - d(p,n)]_+``; ``margin1``, ``margin2``, ``margin3`` are the gaps g1, g2, g3.
 
     Examples:
         >>> q, p = torch.zeros(1, 2), torch.tensor([[0.1, 0.0]])
         >>> i, n = torch.tensor([[1.0, 0.0]]), torch.tensor([[3.0, 0.0]])
         >>> QuadletLoss()(q, p, i, n)  # every ordering holds with its gap
         tensor(0.)
-        >>> [round(t.item(), 2) for t in QuadletLoss(g1=0.7, g2=0.3, g3=0.5).terms(q, p, p, n)]
+        >>> [round(t.item(), 2) for t in QuadletLoss(margin1=0.7, margin2=0.3, margin3=0.5).terms(q, p, p, n)]
         [0.0, 0.3, 0.0]
     """
 
-    def __init__(self, g1: float = 0.7, g2: float = 0.3, g3: float = 0.5,
+    @renamed_keywords(g1="margin1", g2="margin2", g3="margin3")
+    def __init__(self, margin1: float = 0.7, margin2: float = 0.3, margin3: float = 0.5,
                  reduction: str = "mean") -> None:
         super().__init__(reduction)
-        _non_negative(g1=g1, g2=g2, g3=g3)
-        if not g2 <= g3 <= g1:
-            raise ValueError(f"gaps must satisfy g2 <= g3 <= g1 (Radial Eq. 6), got g1={g1}, g2={g2}, g3={g3}")
-        self.g1, self.g2, self.g3 = g1, g2, g3
+        _non_negative(margin1=margin1, margin2=margin2, margin3=margin3)
+        if not margin2 <= margin3 <= margin1:
+            raise ValueError(f"margins must satisfy margin2 <= margin3 <= margin1 (gaps g2 <= g3 <= g1, Radial Eq. 6), "
+                             f"got margin1={margin1}, margin2={margin2}, margin3={margin3}")
+        self.margin1, self.margin2, self.margin3 = margin1, margin2, margin3
 
     def terms(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """The three hinges ``(L1, L2, L3)``, each ``[B]``, of quadlet embeddings ``[B, D]``, Radial Eq. 3-5.
@@ -151,7 +166,7 @@ class QuadletLoss(_TupleLoss):
         Examples:
             >>> q, p = torch.zeros(2, 1), torch.tensor([[0.5], [0.1]])
             >>> i, n = torch.tensor([[0.6], [1.0]]), torch.tensor([[1.0], [3.0]])
-            >>> loss = QuadletLoss(g1=0.7, g2=0.3, g3=0.5)
+            >>> loss = QuadletLoss(margin1=0.7, margin2=0.3, margin3=0.5)
             >>> l1, l2, l3 = loss.terms(q, p, i, n)  # row 0: i too close to q (L2) and to p (L3)
             >>> [[round(v, 2) for v in t.tolist()] for t in (l1, l2, l3)]  # L2 = 0.3 + 0.25 - 0.36
             [[0.0, 0.0], [0.19, 0.0], [0.26, 0.0]]
@@ -160,9 +175,9 @@ class QuadletLoss(_TupleLoss):
         """
         q, p, i, n = _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
         d_qp = squared_distance(q, p)
-        l1 = (self.g1 + d_qp - squared_distance(q, n)).clamp_min(0)
-        l2 = (self.g2 + d_qp - squared_distance(q, i)).clamp_min(0)
-        l3 = (self.g3 + squared_distance(p, i) - squared_distance(p, n)).clamp_min(0)
+        l1 = (self.margin1 + d_qp - squared_distance(q, n)).clamp_min(0)
+        l2 = (self.margin2 + d_qp - squared_distance(q, i)).clamp_min(0)
+        l3 = (self.margin3 + squared_distance(p, i) - squared_distance(p, n)).clamp_min(0)
         return l1, l2, l3
 
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
@@ -174,7 +189,7 @@ class QuadletLoss(_TupleLoss):
             (tensor(0.), tensor(True))
         """
         l1, l2, l3 = self.terms(q, p, i, n)
-        return _reduce(l1 + l2 + l3, self.reduction)
+        return reduce_values(l1 + l2 + l3, self.reduction)
 
 
 class RadialLoss(_TupleLoss):
@@ -182,7 +197,8 @@ class RadialLoss(_TupleLoss):
 
     The radial term pushes the negative out of a sphere of radius ``c R`` around the centroid
     ``X_G`` of (q, p, i); Theorem 3.1 says ``c >= 3`` then implies the negative-side orderings of
-    Eq. 1-2, and the triplet term supplies ``d(q,p) < d(q,i)``.
+    Eq. 1-2, and the triplet term supplies ``d(q,p) < d(q,i)``. ``c`` keeps the paper's name (the radius
+    multiplier of Theorem 3.1, also used by :mod:`hapref.radial_theory`); ``margin`` is m.
 
     Examples:
         >>> q, p, i = torch.zeros(1, 2), torch.tensor([[0.1, 0.0]]), torch.tensor([[0.0, 0.5]])
@@ -229,7 +245,7 @@ class RadialLoss(_TupleLoss):
             tensor(0.)
         """
         radial, triplet = self.terms(q, p, i, n)
-        return _reduce(radial + triplet, self.reduction)
+        return reduce_values(radial + triplet, self.reduction)
 
 
 class Quadruplet1Loss(_TupleLoss):
@@ -262,7 +278,7 @@ class Quadruplet1Loss(_TupleLoss):
         q, p, i, n = _check_tuple(("q", "p", "i", "n"), (q, p, i, n))
         fine = (self.margin + squared_distance(q, p) - squared_distance(q, i)).clamp_min(0)
         coarse = (self.margin + squared_distance(p, i) - squared_distance(q, n)).clamp_min(0)
-        return _reduce(fine + coarse, self.reduction)
+        return reduce_values(fine + coarse, self.reduction)
 
 
 class Quadruplet2Loss(_TupleLoss):
@@ -295,4 +311,4 @@ class Quadruplet2Loss(_TupleLoss):
         d_qp = squared_distance(q, p)
         strong = (self.margin1 + d_qp - squared_distance(q, n1)).clamp_min(0)
         weak = (self.margin2 + d_qp - squared_distance(n1, n2)).clamp_min(0)
-        return _reduce(strong + weak, self.reduction)
+        return reduce_values(strong + weak, self.reduction)

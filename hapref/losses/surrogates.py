@@ -8,6 +8,8 @@ from torch import Tensor
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
+from hapref.validation import renamed_keywords
+
 
 def heaviside(x: Tensor) -> Tensor:
     """Strict step H(x) = 1[x > 0] (HAP-VR Eq. 6 and Eq. 9) of a float tensor, same shape and dtype; no gradient.
@@ -73,23 +75,24 @@ class _Surrogate(Function):
 
 
 class SigmoidStep(StepSurrogate):
-    """Smooth-AP's relaxation G(x; τ) = 1 / (1 + exp(-x/τ)) of the step H (HAP-VR Eq. 7).
+    """Smooth-AP's relaxation G(x; τ) = 1 / (1 + exp(-x/τ)) of the step H (HAP-VR Eq. 7), ``temperature`` τ > 0.
 
     ``torch.sigmoid`` saturates without overflow, so no clamping is needed for large ``|x|/τ``.
 
     Examples:
-        >>> SigmoidStep(0.01)(torch.tensor([-0.1, 0.0, 0.1]))
+        >>> SigmoidStep(temperature=0.01)(torch.tensor([-0.1, 0.0, 0.1]))
         tensor([4.5398e-05, 5.0000e-01, 9.9995e-01])
     """
 
-    def __init__(self, tau: float) -> None:
-        if tau <= 0:
-            raise ValueError(f"tau must be positive, got {tau}")
-        self.tau = tau
+    @renamed_keywords(tau="temperature")
+    def __init__(self, temperature: float) -> None:
+        if temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
+        self.temperature = temperature
 
     def value_and_slope_(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        value = x.div_(self.tau).sigmoid_()
-        return value, (value - value * value).div_(self.tau)  # G' = G (1 - G) / τ
+        value = x.div_(self.temperature).sigmoid_()
+        return value, (value - value * value).div_(self.temperature)  # G' = G (1 - G) / τ
 
 
 class QuadLinearStep(StepSurrogate):
@@ -116,14 +119,16 @@ class QuadLinearStep(StepSurrogate):
         return value, c.mul_(2 / self.delta)
 
 
-def sigmoid_step(x: Tensor, tau: float) -> Tensor:
-    """G(x; τ) of HAP-VR Eq. 7 as a function (see :class:`SigmoidStep`); float tensor in, same shape out.
+@renamed_keywords(tau="temperature")
+def sigmoid_step(x: Tensor, temperature: float) -> Tensor:
+    """G(x; τ) of HAP-VR Eq. 7 with ``temperature`` τ as a function (see :class:`SigmoidStep`); float tensor in,
+    same shape out.
 
     Examples:
-        >>> sigmoid_step(torch.tensor([0.0]), tau=0.01)
+        >>> sigmoid_step(torch.tensor([0.0]), temperature=0.01)
         tensor([0.5000])
     """
-    return SigmoidStep(tau)(x)
+    return SigmoidStep(temperature)(x)
 
 
 def quad_linear(x: Tensor, delta: float) -> Tensor:

@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from hapref.losses import QuadLinearAP, RankingLoss, SmoothAP, quad_linear, sigmoid_step
+from hapref.validation import renamed_keywords
 
 SMOOTH_COLOR = "#1565c0"
 QUAD_COLOR = "#c62828"
@@ -30,9 +31,11 @@ def _shade_misranked(ax: Axes) -> None:
     ax.axvline(0, color="0.5", linewidth=0.8, zorder=1)
 
 
-def plot_surrogates(tau: float = 0.03, delta: float = 0.18, x_range: tuple[float, float] = (-0.3, 0.3),
+@renamed_keywords(tau="temperature")
+def plot_surrogates(temperature: float = 0.03, delta: float = 0.18, x_range: tuple[float, float] = (-0.3, 0.3),
                     axes: Sequence[Axes] | None = None) -> Figure:
-    """HAP-VR Fig. 4: G(x; τ) of Smooth-AP (Eq. 7), R⁻(x; δ) of QuadLinear-AP (Eq. 10) and their slopes.
+    """HAP-VR Fig. 4: G(x; τ) of Smooth-AP (Eq. 7, ``temperature`` τ), R⁻(x; δ) of QuadLinear-AP (Eq. 10) and
+    their slopes.
 
     The grey half-plane x > 0 is where a negative outranks a positive.
 
@@ -47,9 +50,9 @@ def plot_surrogates(tau: float = 0.03, delta: float = 0.18, x_range: tuple[float
         fig, axes = plt.subplots(1, 4, figsize=(13, 2.9), constrained_layout=True)
     fig = axes[0].figure
     x = torch.linspace(*x_range, 1201, dtype=torch.float64)
-    g, dg = _step_and_slope(lambda v: sigmoid_step(v, tau), x)
+    g, dg = _step_and_slope(lambda v: sigmoid_step(v, temperature), x)
     r, dr = _step_and_slope(lambda v: quad_linear(v, delta), x)
-    panels = [(g, SMOOTH_COLOR, f"(a) G(x; τ={tau:g})"), (dg, SMOOTH_COLOR, "(b) G′(x)"),
+    panels = [(g, SMOOTH_COLOR, f"(a) G(x; τ={temperature:g})"), (dg, SMOOTH_COLOR, "(b) G′(x)"),
               (r, QUAD_COLOR, f"(c) R⁻(x; δ={delta:g})"), (dr, QUAD_COLOR, "(d) R⁻′(x)")]
     for ax, (y, color, title) in zip(axes, panels):
         ax.set_xlim(*x_range)
@@ -121,27 +124,29 @@ def plot_misranked_gradients(losses: Mapping[str, RankingLoss], d_range: tuple[f
     return fig
 
 
-def plot_surrogate_explorer(tau: float = 0.01, delta: float = 0.18, p: float = 1.0) -> Figure:
-    """The widget figure: G vs R⁻, their slopes, and ∂L/∂s_n for Smooth-AP(τ) and QuadLinear-AP(δ, p).
+@renamed_keywords(tau="temperature")
+def plot_surrogate_explorer(temperature: float = 0.01, delta: float = 0.18, p: float = 1.0) -> Figure:
+    """The widget figure: G vs R⁻, their slopes, and ∂L/∂s_n for Smooth-AP(τ = ``temperature``) and
+    QuadLinear-AP(δ, p).
 
     The query of panel (c) has a second positive at 0.6, so ``p`` (the weight of positive–positive
     steps, Eq. 11) visibly rescales QuadLinear-AP's gradient.
 
     Examples:
         >>> import matplotlib.pyplot as plt
-        >>> fig = plot_surrogate_explorer(tau=0.02)
+        >>> fig = plot_surrogate_explorer(temperature=0.02)
         >>> len(fig.axes)
         3
         >>> plt.close(fig)
     """
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.1), constrained_layout=True)
     x = torch.linspace(-0.4, 0.4, 801, dtype=torch.float64)
-    g, dg = _step_and_slope(lambda v: sigmoid_step(v, tau), x)
+    g, dg = _step_and_slope(lambda v: sigmoid_step(v, temperature), x)
     r, dr = _step_and_slope(lambda v: quad_linear(v, delta), x)
     for ax in axes:
         ax.set_xlim(-0.4, 0.4)
         _shade_misranked(ax)
-    axes[0].plot(x.numpy(), g, color=SMOOTH_COLOR, label=f"G, τ={tau:g}")
+    axes[0].plot(x.numpy(), g, color=SMOOTH_COLOR, label=f"G, τ={temperature:g}")
     axes[0].plot(x.numpy(), r, color=QUAD_COLOR, label=f"R⁻, δ={delta:g}")
     axes[0].set_ylim(-0.1, 4)
     axes[0].set_title("(a) step surrogates", fontsize=10)
@@ -150,7 +155,7 @@ def plot_surrogate_explorer(tau: float = 0.01, delta: float = 0.18, p: float = 1
     axes[1].set_yscale("symlog", linthresh=1e-2)
     axes[1].set_title("(b) slopes (symlog)", fontsize=10)
     d = x
-    axes[2].plot(d.numpy(), misranked_gradient(SmoothAP(tau), d, positives=(0.0, 0.6)).numpy(),
+    axes[2].plot(d.numpy(), misranked_gradient(SmoothAP(temperature), d, positives=(0.0, 0.6)).numpy(),
                  color=SMOOTH_COLOR, label="Smooth-AP")
     axes[2].plot(d.numpy(), misranked_gradient(QuadLinearAP(delta, p), d, positives=(0.0, 0.6)).numpy(),
                  color=QUAD_COLOR, label=f"QuadLinear-AP, p={p:g}")

@@ -11,7 +11,8 @@ from matplotlib.patches import Rectangle
 
 from hapref.features.pooling import region_windows
 from hapref.losses.contrastive_gradients import negative_weights
-from hapref.losses.memory_bank import CircleLoss, MemoryBankInfoNCE
+from hapref.losses.memory_bank import MemoryBankCircle, MemoryBankInfoNCE
+from hapref.validation import renamed_keywords
 
 __all__ = ["plot_pooling_regions", "plot_negative_weights"]
 
@@ -47,10 +48,11 @@ def plot_pooling_regions(size: int = 7, grid: int = 3, axes: Sequence[Axes] | No
     return axes
 
 
-def plot_negative_weights(tau: float = 0.07, m: float = 0.25, gamma: float = 256.0, s_pos: float = 0.6,
+@renamed_keywords(tau="temperature", m="margin", gamma="scale")
+def plot_negative_weights(temperature: float = 0.07, margin: float = 0.25, scale: float = 256.0, s_pos: float = 0.6,
                           background: int = 127, s_background: float = 0.0, ax: Axes | None = None) -> Axes:
     """Push of one negative on the anchor, ``|∂L/∂s_n|·√(1 − s_n²)`` (TCA Eq. 7), vs its similarity ``s_n``,
-    for InfoNCE (τ) and Circle (m, γ), each curve scaled to a maximum of 1.
+    for InfoNCE (``temperature`` τ) and Circle (``margin`` m, ``scale`` γ), each curve scaled to a maximum of 1.
 
     Examples:
         >>> import matplotlib.pyplot as plt
@@ -62,8 +64,8 @@ def plot_negative_weights(tau: float = 0.07, m: float = 0.25, gamma: float = 256
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4))
     s = torch.linspace(-0.999, 0.999, 401, dtype=torch.float64)
-    for name, loss in ((f"InfoNCE (τ={tau:.3f})", MemoryBankInfoNCE(tau)),
-                       (f"Circle (m={m:.2f}, γ={gamma:.0f})", CircleLoss(m, gamma))):
+    for name, loss in ((f"InfoNCE (τ={temperature:.3f})", MemoryBankInfoNCE(temperature)),
+                       (f"Circle (m={margin:.2f}, γ={scale:.0f})", MemoryBankCircle(margin, scale))):
         w = negative_weights(loss, s, s_pos, background, s_background)
         ax.plot(s.numpy(), (w / w.max().clamp_min(1e-300)).numpy(), lw=2, label=name)
     ax.axvline(s_pos, color="0.5", ls="--", lw=1, label=f"positive s_p = {s_pos}")

@@ -213,8 +213,10 @@ class AutoSSVHTask:
         self.independent = loss.startswith("random_independent")
         self.use_p2set = not loss.endswith("no_p2set")
         self.use_fr = loss != "autossvh_no_fr"
-        self.weights = AutoSSVHWeights(alpha=0.0 if loss == "autossvh_no_vc" else s["alpha"], beta=s["beta"] if self.use_p2set else 0.0, tau=s["tau"],
-                                       tau_plus=s["tau_plus"])
+        # the profiles keep the released configs' names: tau is the temperature, tau_plus the positive prior
+        self.weights = AutoSSVHWeights(alpha=0.0 if loss == "autossvh_no_vc" else s["alpha"],
+                                       beta=s["beta"] if self.use_p2set else 0.0, temperature=s["tau"],
+                                       positive_prior=s["tau_plus"])
         if isinstance(profile, str):
             train, test = video_features(profile)
         elif s["backbone"] is None:
@@ -349,9 +351,9 @@ class AutoSSVHTask:
             codes.append(b)
         codes = [all_gather_with_grad(b) for b in codes]       # torchrun: contrast the views of all ranks' videos
         if self.settings["contrast"] == "dcl":
-            vc = dcl_loss(codes[0], codes[1], self.weights.tau, self.weights.tau_plus)
+            vc = dcl_loss(codes[0], codes[1], self.weights.temperature, self.weights.positive_prior)
         else:
-            vc = view_contrast(codes[0], codes[1], self.weights.tau)
+            vc = view_contrast(codes[0], codes[1], self.weights.temperature)
         p2 = x.new_zeros(())
         for assigned, centres in self.clusters if self.use_p2set else []:
             target = assigned[rows.to(assigned.device)]

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from hapref.data.finegrained import relevance_gains, sample_quadlets, sample_quadruplets, sample_triplets
 from hapref.features.frames import FeatureSplit, extract_finegrained_features
-from hapref.losses.radial import (Quadruplet1Loss, Quadruplet2Loss, QuadletLoss, RadialLoss, TripletLoss,
+from hapref.losses.radial import (EuclideanTripletLoss, QuadletLoss, Quadruplet1Loss, Quadruplet2Loss, RadialLoss,
                                   squared_distance)
 from hapref.metrics import mean_average_precision, ndcg, quadlet_precision, triplet_precision
 from hapref.models.radial import QuadletVideoNet
@@ -83,13 +83,14 @@ def make_loss(loss: str) -> nn.Module:
 
     Examples:
         >>> type(make_loss("radial")).__name__, type(make_loss("triplet")).__name__
-        ('RadialLoss', 'TripletLoss')
+        ('RadialLoss', 'EuclideanTripletLoss')
         >>> make_loss("arcface")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ValueError: loss must be one of ('triplet', ..., 'radial'), got 'arcface'
     """
-    modules = {"triplet": lambda: TripletLoss(margin=0.7), "quadruplet1": lambda: Quadruplet1Loss(margin=0.5),
+    modules = {"triplet": lambda: EuclideanTripletLoss(margin=0.7),
+               "quadruplet1": lambda: Quadruplet1Loss(margin=0.5),
                "quadruplet2a": lambda: Quadruplet2Loss(1.0, 0.5), "quadruplet2b": lambda: Quadruplet2Loss(1.0, 0.5),
                "quadlet": lambda: QuadletLoss(0.7, 0.3, 0.5), "radial": lambda: RadialLoss(c=3.0, margin=0.3)}
     if loss not in modules:

@@ -158,6 +158,21 @@ class Variant:
         if self.bank_size is not None and self.bank_size < 0:
             raise ValueError(f"bank_size must be >= 0 (0 = in-batch negatives only), got {self.bank_size}")
 
+    def loss_hyperparameters(self) -> dict[str, float]:
+        """The keywords of this variant's loss class (:func:`hapref.losses.contrastive_loss`).
+
+        The fields keep the run keys of the stored sweeps (``m``, ``gamma``); the loss classes call them
+        ``margin`` and ``scale``.
+
+        Examples:
+            >>> Variant().loss_hyperparameters()
+            {'margin': 0.25, 'scale': 256.0}
+            >>> Variant(loss="infonce", temperature=0.07).loss_hyperparameters()
+            {'temperature': 0.07}
+        """
+        return {"infonce": {"temperature": self.temperature}, "circle": {"margin": self.m, "scale": self.gamma},
+                "triplet": {"margin": self.margin}}[self.loss]
+
 
 @dataclass
 class TCAData:
@@ -427,7 +442,7 @@ class TCATask:
                  progress: bool = False) -> None:
         self.profile, self.variant, self.seed = resolve_profile(profile)[1], variant, seed
         self.data = prepare_data(profile if isinstance(profile, str) else self.profile, variant.pooling, progress)
-        self.criterion = contrastive_loss(variant.loss, variant.temperature, variant.m, variant.gamma, variant.margin)
+        self.criterion = contrastive_loss(variant.loss, **variant.loss_hyperparameters())
         self.bank_size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
 
     def build_model(self) -> AggregatorWithBank:
