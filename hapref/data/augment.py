@@ -5,6 +5,11 @@ change, overlay on every frame, like kornia's ``VideoSequential(same_on_frame=Tr
 on the CPU from a ``torch.Generator`` (so a seed reproduces a batch on any device); pixels are processed
 batched with kornia on the clips' own device.
 
+Deviation: the released S2VS ``FrameTransforms`` (``datasets/transforms/frame_trans.py``) draws the text overlay,
+the emoji overlay and the blur for every frame on its own (each frame goes through the PIL transforms
+separately), so an overlay of a released strong view comes and goes between frames; here one overlay layer and
+one blur per clip cover all of its frames. The crop, flip and RandAugment are drawn once per clip in both.
+
 * weak: temporal crop -> random resized crop (area 0.8–1) -> horizontal flip (p 0.5);
 * strong: one temporal transform (shuffle-dropout 0.5, fast-forward, slow motion, reverse, pause, none 0.1
   each) -> temporal crop -> random resized crop (area 0.5–1) + flip -> RandAugment (2 ops, magnitude 9)
@@ -283,7 +288,8 @@ class ClipAugmenter:
         return x
 
     def _overlay(self, x: Tensor, b: int, window: int, generator: torch.Generator | None) -> Tensor:
-        """Text (p_text) then logo (p_logo) overlays: one layer per clip, shared by all of its frames.
+        """Text (p_text) then logo (p_logo) overlays: one layer per clip, shared by all of its frames (deviation:
+        the released S2VS draws them per frame, see the module docstring).
 
         Text height is 10–25 % of the frame (smaller than S2VS's 0.2–0.5 so a word fits in small frames)."""
         size = x.shape[-1]

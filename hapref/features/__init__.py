@@ -1,4 +1,4 @@
-"""Frame and region descriptors: frozen backbones, L3-iMAC / iMAC / L3-iRMAC pooling, PCA whitening."""
+"""Frame and region descriptors: frozen backbones, L3-iMAC / iMAC / L3-iRMAC pooling, PCA whitening, DINO's ViT-S/16."""
 
 from hapref.features.backbones import (
     BACKBONES,
@@ -13,10 +13,13 @@ from hapref.features.backbones import (
 from hapref.features.extractor import FeatureExtractor, released_frames
 from hapref.features.pooling import (POOLINGS, RELEASED_KERNELS, pool_layers, region_windows, regional_max_pool,
                                      released_l3imac)
+from hapref.features.resnet import ResNet50
+from hapref.features.vit import DINO_VITS16, VisionTransformer, dino_backbone_state, dino_input, load_dino_vits16
 from hapref.features.whitening import PCAWhitening
 
 __all__ = [
-    "AlexNetBackbone", "BACKBONES", "POOLINGS", "Backbone", "EfficientNetLite0Backbone", "FeatureExtractor",
-    "PCAWhitening", "RELEASED_KERNELS", "ResNet50Backbone", "SmallCNN", "load_backbone", "pool_layers",
+    "AlexNetBackbone", "BACKBONES", "DINO_VITS16", "POOLINGS", "Backbone", "EfficientNetLite0Backbone",
+    "FeatureExtractor", "PCAWhitening", "RELEASED_KERNELS", "ResNet50", "ResNet50Backbone", "SmallCNN",
+    "VisionTransformer", "dino_backbone_state", "dino_input", "load_backbone", "load_dino_vits16", "pool_layers",
     "region_windows", "regional_max_pool", "released_frames", "released_l3imac", "to_float_frames",
 ]

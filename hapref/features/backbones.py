@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from hapref.features import resnet as resnet_module
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -246,17 +248,22 @@ def _torchvision_imagenet_net(arch: str, weights_enum: str, weights_path: str | 
     """A torchvision model ``arch`` with its ImageNet weights from a local file; nothing is ever downloaded.
 
     Without ``weights_path`` the file is looked up where torchvision caches ``<weights_enum>.IMAGENET1K_V1``.
+    Where torchvision does not import, ``"resnet50"`` is the plain-torch :class:`hapref.features.resnet.ResNet50`
+    (same layout, same weights file); other architectures need torchvision.
     """
     try:
         import torchvision.models as tv_models
     except Exception as err:  # torchvision can fail at import time with RuntimeError
-        raise RuntimeError(f"The {arch} backbone needs a working torchvision (import failed: {err}); "
-                           "use load_backbone('efficientnet-lite0').") from err
-    net = getattr(tv_models, arch)()
+        if arch != "resnet50":
+            raise RuntimeError(f"The {arch} backbone needs a working torchvision (import failed: {err}); "
+                               "use load_backbone('efficientnet-lite0').") from err
+        tv_models = None
+    net = resnet_module.ResNet50() if tv_models is None else getattr(tv_models, arch)()
     if pretrained:
         if weights_path is None:
-            url = getattr(tv_models, weights_enum).IMAGENET1K_V1.url
-            weights_path = Path(torch.hub.get_dir()) / "checkpoints" / Path(url).name
+            name = (resnet_module.RESNET50_IMAGENET1K_V1 if tv_models is None
+                    else Path(getattr(tv_models, weights_enum).IMAGENET1K_V1.url).name)
+            weights_path = Path(torch.hub.get_dir()) / "checkpoints" / name
         if not Path(weights_path).is_file():
             raise FileNotFoundError(f"{arch} weights not found at {weights_path}; pass weights_path= a local "
                                     f"torchvision {arch} state dict (nothing is downloaded).")
@@ -268,12 +275,14 @@ class ResNet50Backbone(Backbone):
     """ResNet-50 (torchvision) layer1..4 maps (256, 512, 1024, 2048 channels), as in ViSiL/S2VS/HAP-VR/TCA.
 
     Weights come from ``weights_path`` (a torchvision ``resnet50`` state dict) or, when omitted,
-    from the torch hub cache if ``IMAGENET1K_V1`` is already there; nothing is ever downloaded.
+    from the torch hub cache if ``IMAGENET1K_V1`` (``resnet50-0676ba61.pth``) is already there; nothing is ever
+    downloaded. Where torchvision does not import, the network is :class:`hapref.features.resnet.ResNet50`, the
+    same modules in plain torch.
 
     Examples:
-        Without a working torchvision (RuntimeError) or without the weights file (FileNotFoundError) the
-        constructor says what is missing; the two lines marked ``+SKIP`` need torchvision and local ImageNet
-        weights, which the doctest run does not have.
+        Without the weights file the constructor raises a FileNotFoundError (a RuntimeError where a broken
+        torchvision is in the way); the two lines marked ``+SKIP`` need local ImageNet weights, which the doctest
+        run does not have.
 
         >>> ResNet50Backbone.channels
         (256, 512, 1024, 2048)
@@ -383,8 +392,9 @@ BACKBONES = ("efficientnet-lite0", "resnet50", "alexnet", "small-cnn")
 
 
 def load_backbone(name: str = "efficientnet-lite0", pretrained: bool = True, **kwargs: object) -> Backbone:
-    """A frozen backbone g(·) of HAP-VR §3.2 by name: ``"efficientnet-lite0"`` (default, offline), ``"resnet50"``,
-    ``"alexnet"`` (both need torchvision and local weights), ``"small-cnn"``.
+    """A frozen backbone g(·) of HAP-VR §3.2 by name: ``"efficientnet-lite0"`` (default, offline), ``"resnet50"``
+    (local torchvision weights; plain torch where torchvision does not import), ``"alexnet"`` (torchvision and local
+    weights), ``"small-cnn"``.
 
     ``pretrained=False`` gives the same architecture with random weights (a baseline); extra
     keyword arguments go to the backbone class (``image_size``, ``frozen``, ``weights_path``).

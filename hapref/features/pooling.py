@@ -1,8 +1,15 @@
 """Regional max pooling of CNN feature maps: L3-iMAC regions, iMAC and L3-iRMAC frame descriptors.
 
-HAP-VR §3.2 (after ViSiL/S2VS) and TCA §3.2 (Eq. 1). For every layer: L2-normalise each
-spatial position over channels, max-pool (a ``grid × grid`` layout of overlapping regions, or
-the whole map), L2-normalise per layer, then concatenate the layers and L2-normalise again.
+HAP-VR §3.2 (after ViSiL/S2VS) and TCA §3.2 (Eq. 1). Two region geometries:
+
+* hapref's even windows (``"l3imac"``, :func:`region_windows`): for every layer, L2-normalise each spatial
+  position over channels, max-pool a ``grid × grid`` layout of overlapping windows spread evenly over the map (or
+  the whole map), L2-normalise per layer, then concatenate the layers and L2-normalise again;
+* the released S2VS / HAP-VR windows (``"l3imac_released"``, :func:`released_l3imac`): max pooling with
+  kernel 28, 14, 6, 3 and stride ``⌈s/2⌉`` on ResNet-50's layer1..4, no per-position normalisation.
+
+On 56- and 28-cell maps the two layouts coincide; on 14- and 7-cell maps (ResNet-50's layer3/4 at 224 pixels)
+they differ (see :func:`region_windows`).
 """
 
 from __future__ import annotations
@@ -20,13 +27,20 @@ RELEASED_KERNELS = (28, 14, 6, 3)
 
 
 def region_windows(size: int, grid: int) -> list[tuple[int, int]]:
-    """``grid`` overlapping windows of length ceil(2·size/(grid+1)) spread evenly over ``size``.
+    """hapref's even windows: ``grid`` overlapping windows of length ceil(2·size/(grid+1)) spread evenly over ``size``.
 
-    The L3-iMAC region geometry of HAP-VR §3.2 (the released HAP-VR code, https://github.com/yafeng19/HAP-VR).
+    The geometry of the ``"l3imac"`` pooling, hapref's own reading of the L3-iMAC regions of HAP-VR §3.2 (for any
+    map size and grid): *not* the released S2VS / HAP-VR windows, which max-pool with a fixed kernel per ResNet-50
+    layer (28, 14, 6, 3) and stride ``⌈s/2⌉`` (:func:`released_l3imac`, ``"l3imac_released"``). The two agree on
+    56- and 28-cell maps ((0, 28), (14, 42), (28, 56) and (0, 14), (7, 21), (14, 28)) and differ on the others:
+    14 cells give (0, 7), (3, 10), (7, 14) here and (0, 6), (3, 9), (6, 12) released; 7 cells give (0, 4), (1, 5),
+    (3, 7) here and (0, 3), (2, 5), (4, 7) released.
 
     Examples:
         >>> region_windows(7, 3)  # three windows of length 4 over 7 cells
         [(0, 4), (1, 5), (3, 7)]
+        >>> region_windows(14, 3)  # the released windows on 14 cells are (0, 6), (3, 9), (6, 12)
+        [(0, 7), (3, 10), (7, 14)]
     """
     length = max(1, math.ceil(2 * size / (grid + 1)))
     if grid == 1:
@@ -36,10 +50,11 @@ def region_windows(size: int, grid: int) -> list[tuple[int, int]]:
 
 
 def regional_max_pool(fmap: Tensor, grid: int = 3) -> Tensor:
-    """Max over a ``grid × grid`` layout of overlapping regions: ``[T, C, H, W] -> [T, grid², C]``.
+    """Max over hapref's even ``grid × grid`` windows (:func:`region_windows`): ``[T, C, H, W] -> [T, grid², C]``.
 
-    Each window spans about half the map (as the 3×3 L3-iMAC pooling of ViSiL/S2VS, whose kernel
-    is half the side with stride a quarter), so neighbouring regions overlap by half.
+    Each window spans about half the map, so neighbouring regions overlap by half (as the released 3×3 pooling
+    does on ResNet-50's 56- and 28-cell maps, kernel half the side and stride a quarter; on 14 and 7 cells the
+    released kernels 6 and 3 are shorter, see :func:`released_l3imac`).
 
     Examples:
         >>> fmap = torch.arange(16.0).view(1, 1, 4, 4)
@@ -84,7 +99,9 @@ def released_l3imac(maps: Sequence[Tensor], kernels: Sequence[int] = RELEASED_KE
 def pool_layers(maps: Sequence[Tensor], pooling: str = "l3imac", grid: int = 3) -> Tensor:
     """Frame descriptors from a backbone's feature maps (HAP-VR §3.2; TCA §3.2, Eq. 1).
 
-    - ``"l3imac"``: regions ``[T, grid², ΣC]`` (ViSiL/S2VS/HAP-VR region features, R = 9);
+    - ``"l3imac"``: regions ``[T, grid², ΣC]`` on hapref's even windows (:func:`region_windows`, any backbone and
+      map size), each position L2-normalised before pooling: hapref's version of the ViSiL/S2VS/HAP-VR region
+      features (R = 9), not the released windows;
     - ``"l3imac_released"``: the released S2VS / HAP-VR windows of :func:`hapref.features.released_l3imac` (ResNet-50
       maps; ``grid`` unused), comparable with the DnS / S2VS HDF5 feature files;
     - ``"imac"``: global max per channel, ``[T, ΣC]`` (TCA's iMAC);

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from hapref.features import Backbone
+from hapref.features import Backbone, dino_input, load_dino_vits16
 from hapref.losses import (
     MAE,
     MSE,
@@ -52,7 +52,7 @@ def video_ranking_loss(name: str) -> nn.Module | None:
     """
     factories = {
         "quadlinear_ap": lambda: QuadLinearAP.preset("released_video"),
-        "smooth_ap": lambda: SmoothAP(tau=0.01),
+        "smooth_ap": lambda: SmoothAP(temperature=0.01),
         "fastap": lambda: FastAP(num_bins=10, score_range=(0.0, 1.0)),
         "blackbox_ap": lambda: BlackBoxAP(),
         "listwise_ap": lambda: ListwiseAP(num_bins=25, score_range=(0.0, 1.0)),
@@ -126,9 +126,12 @@ class BackboneTeacher(nn.Module):
 class DinoTeacher(nn.Module):
     """DINO ViT-S/16 frame teacher g' of HAP-VR §3.4 (CLS token, 384-d), frozen.
 
-    Built with timm (imported lazily) from a local DINO checkpoint file (``dino_deitsmall16_pretrain.pth``;
-    a ``teacher`` entry and ``module.``/``backbone.`` prefixes are handled). Nothing is downloaded.
-    Frames are ImageNet-normalised at 224×224 (the released code skips the normalisation).
+    The plain-torch :class:`hapref.features.VisionTransformer` with the weights of a local DINO checkpoint file
+    (:func:`hapref.features.load_dino_vits16`: ``dino_deitsmall16_pretrain.pth``, or a training checkpoint's
+    ``teacher`` with its ``module.``/``backbone.`` prefixes). Nothing is downloaded. Frames go through
+    :func:`hapref.features.dino_input`: resized bicubically to 224×224 and ImageNet-normalised, as DINO was trained.
+    Deviation: the released HAP-VR code passes the augmented uint8 frames to the ViT cast to float16, without
+    scaling to [0, 1] or normalising (``training_tools.extract_DINO_features``, ``DINO.get_features``).
 
     Examples:
         >>> DinoTeacher("/nonexistent/dino_deitsmall16_pretrain.pth")  # a local file is required
@@ -142,27 +145,14 @@ class DinoTeacher(nn.Module):
         path = Path(checkpoint)
         if not path.is_file():
             raise ValueError(f"checkpoint must be an existing DINO ViT-S/16 file, got {str(path)!r}")
-        try:
-            import timm
-        except Exception as err:  # torchvision (pulled in by timm) fails to import on some installs
-            raise RuntimeError(f"DinoTeacher needs timm (and a working torchvision): {err}") from err
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        state = state.get("teacher", state)
-        state = {k.removeprefix("module.").removeprefix("backbone."): v for k, v in state.items()}
-        self.vit = timm.create_model("vit_small_patch16_224", pretrained=False, num_classes=0)
-        missing, _ = self.vit.load_state_dict(state, strict=False)
-        if any(not k.startswith("head") for k in missing):
-            raise ValueError(f"checkpoint {path} is not a ViT-S/16 state dict (missing {sorted(missing)[:3]} ...)")
-        self.vit.requires_grad_(False).eval()
-        self.register_buffer("mean", torch.tensor((0.485, 0.456, 0.406)).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer("std", torch.tensor((0.229, 0.224, 0.225)).view(1, 3, 1, 1), persistent=False)
+        self.vit = load_dino_vits16(path)
 
     def train(self, mode: bool = True) -> DinoTeacher:
         return super().train(False)
 
     @torch.no_grad()
     def forward(self, frames: Tensor) -> Tensor:
-        """uint8 frames ``[T, H, W, 3]`` -> CLS embeddings ``[T, 384]``.
+        """uint8 frames ``[T, H, W, 3]`` (or float ``[T, 3, H, W]`` in [0, 1]) -> CLS embeddings ``[T, 384]``.
 
         Examples:
             Both lines need a local DINO ViT-S/16 checkpoint, which hapref does not ship and the doctest run
@@ -172,6 +162,5 @@ class DinoTeacher(nn.Module):
             >>> teacher(torch.zeros(2, 224, 224, 3, dtype=torch.uint8)).shape  # doctest: +SKIP
             torch.Size([2, 384])
         """
-        x = frames.permute(0, 3, 1, 2).to(self.mean.dtype).div(255).to(self.mean.device)
-        x = nn.functional.interpolate(x, size=(224, 224), mode="bilinear", antialias=True, align_corners=False)
-        return self.vit((x - self.mean) / self.std)
+        weight = self.vit.cls_token
+        return self.vit(dino_input(frames.to(weight.device)).to(weight.dtype))

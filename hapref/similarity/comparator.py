@@ -25,6 +25,9 @@ class VideoComparator(nn.Module):
     :func:`hapref.evaluation.similarities`). Padded cells (``valid`` False) are zeroed on the way in
     and after every layer, and a pooled cell is valid only when all four cells it covers are, so a
     padded pair's valid output equals the same pair computed alone, whatever its padding.
+    Deviation: the released code max-pools the mask, so a pooled cell is valid when *any* of its four
+    cells is. The two rules differ only on a 2×2 block that straddles the end of a padded video (an odd
+    valid length inside a longer padded batch); without padding they give the same output.
     The output is *raw*: regularise it with :func:`similarity_regularization`, then map it with
     :func:`squash` (training, [0, 1]) or :func:`torch.nn.functional.hardtanh` (released evaluation, [−1, 1]).
 
@@ -70,7 +73,7 @@ class VideoComparator(nn.Module):
         x = keep(sim.unsqueeze(1))
         for conv in (self.conv1, self.conv2):
             x = F.max_pool2d(F.relu(keep(conv(x))), 2)
-            if m is not None:  # a pooled cell is valid when its whole 2×2 block is (floor-mode semantics)
+            if m is not None:  # valid when its whole 2×2 block is (the release: when any cell is; see the docstring)
                 m = -F.max_pool2d(-m.float(), 2) > 0
             x = keep(x)
         x = keep(self.fconv(F.relu(keep(self.conv3(x))))).squeeze(1)

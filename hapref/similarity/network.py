@@ -233,6 +233,8 @@ class VideoSimilarityNetwork(nn.Module):
     ψ pools in floor mode like the released networks, so every video needs at least ``min_len`` = 4
     frames (4 for S2VS, 8 for HAP-VR's released loader; :func:`hapref.evaluation.similarities` tiles
     shorter videos as the released loaders do; in a padded batch a shorter video scores 0).
+    Deviation: in ψ a pooled cell is valid only when all four cells under it are (the released code: when any
+    is; :class:`hapref.similarity.comparator.VideoComparator`), which matters only for padded batches.
     ``signed_scores`` picks the range of :meth:`score`: False (default) maps ψ's output with
     ``hardtanh / 2 + 0.5`` into [0, 1], the training range of every loss here; True keeps
     ``hardtanh`` in [−1, 1] as the released evaluation does (``2·s − 1`` of the former: same ranking).

@@ -82,6 +82,8 @@ class HAPVRProfile:
     features: str | None = None  # HDF5 frame features (DnS/S2VS layout) to train on instead of the benchmark
     held_out: int = 8           # with ``features``: the last videos of the file, kept out for evaluation
     frames_dir: str | None = None   # decoded frames (FramesDirectory layout) as the unlabeled training clips
+    dino_checkpoint: str | None = None  # teacher="dino": a local DINO ViT-S/16 file (features.load_dino_vits16)
+    pooling: str = ""           # student regions: "" = auto (FrameEncoder.pooling_for), "l3imac" or "l3imac_released"
 
 
 PROFILES: dict[str, HAPVRProfile] = {
@@ -93,10 +95,14 @@ PROFILES: dict[str, HAPVRProfile] = {
                          batch_videos=32, steps=5000, lr=4e-5, warmup_steps=250, eval_every=500, resample=True),
     # The released run (scripts/train.sh of https://github.com/yafeng19/HAP-VR): window 28, 64 pairs per GPU x 2
     # GPUs, AdamW lr 4e-5 wd 0.01, 30k iterations with 1k warm-up, 512-d PCA, evaluation every 1500 iterations;
-    # ResNet-50 student features and a DINO frame teacher (torchvision and DINO weights are not available here).
+    # ResNet-50 student regions on the released L3-iMAC windows and a DINO ViT-S/16 frame teacher. Needs local
+    # weights: --set dino_checkpoint=PATH (dino_deitsmall16_pretrain.pth) and torchvision's resnet50-0676ba61.pth
+    # in the torch hub cache (<hub>/checkpoints/). Deviation: batch_videos=128 in one process ranks all 256 views
+    # together (global AP scope), whereas the release computes the loss on each GPU over its own 64 pairs (128
+    # views); torchrun --nproc_per_node 2 with --set batch_videos=64 --set ap_scope=per_rank reproduces that.
     "released": HAPVRProfile("full", train_clips=8192, frames=28, stride=1, view_batches=64, whiten_dim=512,
                              batch_videos=128, steps=30000, lr=4e-5, warmup_steps=1000, eval_every=1500,
-                             resample=True, backbone="resnet50", teacher="dino"),
+                             resample=True, backbone="resnet50", teacher="dino", pooling="l3imac_released"),
 }
 
 
@@ -167,32 +173,80 @@ def resolve_profile(profile: str | HAPVRProfile) -> tuple[str, HAPVRProfile]:
 
 
 class FrameEncoder:
-    """The frozen student/teacher features of frames: L3-iMAC regions ``[T, R, D]`` and a global ``[T, C]``.
+    """The frozen student/teacher features of frames: regions ``[T, R, D]`` and teacher frame embeddings ``[T, C]``.
 
-    Frames are float ``[T, 3, H, W]``; the teacher here is the backbone's global embedding (``teacher="dino"``
-    is refused: hapref ships no DINO weights).
+    Frames are uint8 ``[T, H, W, 3]`` or float ``[T, 3, H, W]`` in [0, 1]. Student: the profile's ``backbone``
+    (frames resized to ``image_size``, ImageNet-normalised) pooled into regions as :meth:`pooling_for` says: the
+    released S2VS / HAP-VR windows for ResNet-50 and the ``released`` profile, hapref's even windows otherwise.
+    Teacher: with ``teacher="backbone"`` the backbone's last map averaged over its positions (a stand-in, ``C`` its
+    channels); with ``teacher="dino"`` the CLS embedding (``C`` = 384) of DINO ViT-S/16 with the weights of the
+    ``dino_checkpoint`` file (:class:`hapref.models.DinoTeacher`: frames resized to 224×224 and ImageNet-normalised,
+    as DINO was trained). Frames go through the networks ``chunk`` (512, the released ``batch_sz_fe``) at a time.
 
     Examples:
         >>> from dataclasses import replace
         >>> encode = FrameEncoder(replace(PROFILES["smoke"], backbone="small-cnn"), image_size=32)
         >>> regions, teacher = encode(torch.rand(3, 3, 32, 32))
-        >>> regions.shape, teacher.shape
-        (torch.Size([3, 9, 240]), torch.Size([3, 128]))
+        >>> encode.pooling, regions.shape, teacher.shape
+        ('l3imac', torch.Size([3, 9, 240]), torch.Size([3, 128]))
+        >>> try:
+        ...     FrameEncoder(replace(PROFILES["smoke"], teacher="dino"), image_size=32)
+        ... except ValueError as err:
+        ...     print(str(err)[:64])
+        teacher='dino' needs dino_checkpoint, a local DINO ViT-S/16 file
     """
 
+    chunk = 512
+
     def __init__(self, profile: HAPVRProfile, image_size: int) -> None:
+        from pathlib import Path
+
+        from hapref.models.hapvr import DinoTeacher
+
         if profile.teacher not in TEACHERS:
             raise ValueError(f"teacher must be one of {TEACHERS}, got {profile.teacher!r}")
-        if profile.teacher == "dino":
-            raise ValueError("teacher 'dino' needs DINO ViT weights, which hapref does not ship; "
-                             "use teacher=backbone")
+        if profile.teacher == "dino" and not profile.dino_checkpoint:
+            raise ValueError("teacher='dino' needs dino_checkpoint, a local DINO ViT-S/16 file (--set "
+                             "dino_checkpoint=PATH, e.g. dino_deitsmall16_pretrain.pth); hapref ships no DINO weights")
+        if profile.teacher == "dino" and not Path(profile.dino_checkpoint).is_file():
+            raise FileNotFoundError(f"dino_checkpoint {profile.dino_checkpoint!r} does not exist (teacher='dino' "
+                                    "loads the DINO ViT-S/16 weights from it)")
+        self.pooling = self.pooling_for(profile)
         self.backbone = load_backbone(profile.backbone, image_size=image_size).to(get_device())
+        self.teacher = DinoTeacher(profile.dino_checkpoint).to(get_device()) if profile.teacher == "dino" else None
+
+    @staticmethod
+    def pooling_for(profile: HAPVRProfile) -> str:
+        """The region pooling of ``profile`` (:func:`hapref.features.pool_layers`): its ``pooling`` setting or, when
+        that is ``""`` (auto), ``"l3imac_released"`` for the ResNet-50 backbone and ``"l3imac"`` for the others.
+
+        ``"l3imac_released"`` is the released S2VS / HAP-VR extractor's pooling (ResNet-50-sized maps,
+        :func:`hapref.features.released_l3imac`); ``"l3imac"`` is hapref's even windows, for any backbone and frame
+        size (:func:`hapref.features.region_windows`). The ``released`` profile sets ``"l3imac_released"`` itself.
+
+        Examples:
+            >>> from dataclasses import replace
+            >>> profiles = (PROFILES["smoke"], PROFILES["released"], replace(PROFILES["smoke"], backbone="resnet50"))
+            >>> [FrameEncoder.pooling_for(p) for p in profiles]
+            ['l3imac', 'l3imac_released', 'l3imac_released']
+        """
+        if profile.pooling not in ("", "l3imac", "l3imac_released"):
+            raise ValueError(f"pooling must be '' (auto), 'l3imac' or 'l3imac_released', got {profile.pooling!r}")
+        if profile.pooling:
+            return profile.pooling
+        return "l3imac_released" if profile.backbone == "resnet50" else "l3imac"
 
     def __call__(self, frames: Tensor) -> tuple[Tensor, Tensor]:
-        """Student regions [T, R, D] and teacher embeddings [T, C] on the CPU, from one backbone pass."""
+        """Student regions [T, R, D] and teacher embeddings [T, C] on the CPU, ``chunk`` frames at a time."""
+        device = next(self.backbone.parameters()).device
+        regions, teacher = [], []
         with torch.no_grad():
-            maps = self.backbone(frames.to(next(self.backbone.parameters()).device))
-        return pool_layers(maps, "l3imac").cpu(), maps[-1].mean(dim=(-2, -1)).cpu()
+            for part in frames.split(self.chunk):
+                part = part.to(device)
+                maps = self.backbone(part)
+                regions.append(pool_layers(maps, self.pooling).cpu())
+                teacher.append((maps[-1].mean(dim=(-2, -1)) if self.teacher is None else self.teacher(part)).cpu())
+        return torch.cat(regions), torch.cat(teacher)
 
     def batch(self, clips: Tensor, frames: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
         """Regions ``[2B, T, R, D]``, teacher ``[2B, T, C]`` and labels ``[2B, 2B]`` of a fresh S2VS batch.
@@ -503,6 +557,8 @@ def config_for(profile: str | HAPVRProfile, seed: int = 0, **overrides: Any) -> 
         (10, 2, 0.01)
     """
     p = resolve_profile(profile)[1]
+    # Deviation: grad_clip=10.0 (gradient-norm clipping) is hapref's; the released HAP-VR train.py clips nothing
+    # (--set grad_clip=1e30 makes the clip a no-op: clip_grad_norm_ then scales every gradient by exactly 1).
     return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=p.weight_decay, warmup_steps=p.warmup_steps,
                                eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
 
