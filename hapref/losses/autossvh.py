@@ -45,7 +45,7 @@ LOSS_WEIGHTS: dict[str, AutoSSVHWeights] = {
     "ucf101": AutoSSVHWeights(1.0, 0.2, 0.5, 0.1),
     "hmdb51": AutoSSVHWeights(1.0, 0.2, 0.5, 0.1),
     "activitynet": AutoSSVHWeights(0.2, 0.01, 0.5, 0.05),
-    "fcvid": AutoSSVHWeights(1.0, 0.01, 0.5, 0.1),
+    "fcvid": AutoSSVHWeights(1.0, 0.01, 0.5, 0.1),  # α = 1.0 as released; the paper gives FCVID α = 0.2
 }
 
 
@@ -117,8 +117,13 @@ def dcl_loss(b1: Tensor, b2: Tensor, temperature: float = 0.5, positive_prior: f
     ``Ng = max((Σ_neg e^{s} − τ⁺·n·e^{s⁺}) / (1 − τ⁺), n·e^{−1/τ})`` with n = 2N − 2 negatives and
     ``L = mean(−log(e^{s⁺} / (e^{s⁺} + Ng)))`` with ``temperature`` τ and ``positive_prior`` τ⁺ (the prior
     probability that a negative shares the anchor's class); τ⁺ = 0 gives back :func:`view_contrast`.
-    Computed in log space (log-sum-exp, shifted by the row's largest logit), so small τ and half
-    precision neither overflow nor underflow; half-precision codes give a float32 loss.
+    Every exponential is taken relative to the row's shift c, the largest logit among the entries the row
+    uses (its positive and its n negatives; not the self-similarity 1/τ, which would put the positive and
+    the floor at up to 2/τ below c): no exponential exceeds 1, and ``e^{s⁺−c} + Ng·e^{−c}`` stays at least
+    ``min(1/2, 1/(2τ⁺n))``, so neither the loss nor its gradient overflows or underflows for finite codes
+    whenever 1/τ fits the dtype (tested in float32 down to τ = 0.005, within 1e-4 of a float64 evaluation).
+    At small τ the floor ``n·e^{−1/τ−c}`` may round to 0; it is then far below that bound, so the loss moves
+    by less than its rounding. Half-precision codes are computed in, and give, a float32 loss.
 
     Examples:
         >>> b = torch.tensor([[1.0, 1.0], [1.0, -1.0]])
@@ -136,9 +141,12 @@ def dcl_loss(b1: Tensor, b2: Tensor, temperature: float = 0.5, positive_prior: f
     negative = torch.ones_like(logits, dtype=torch.bool)
     negative[rows, rows] = False
     negative[rows, partner] = False
-    # Everything relative to the row's shift c = max logit: e^{x} = e^{c} e^{x - c}.
-    shift = logits.detach().amax(-1)
-    neg = (logits - shift[:, None]).masked_fill(~negative, float("-inf")).exp().sum(-1)
+    # Everything relative to the row's shift c, the largest logit it uses (positive and negatives, not the
+    # self logit): e^{x} = e^{c} e^{x - c}. Either e^{s⁺-c} = 1 or Σ_neg e^{s-c} >= 1, so the sum below is
+    # bounded away from 0 (see the docstring) and its log and gradient stay finite.
+    masked = logits.masked_fill(~negative, float("-inf"))
+    shift = torch.maximum(pos, masked.amax(-1)).detach()
+    neg = (masked - shift[:, None]).exp().sum(-1)
     pos_e = (pos - shift).exp()
     floor = n * torch.exp(-1 / temperature - shift)
     ng = torch.maximum((neg - positive_prior * n * pos_e) / (1 - positive_prior), floor)

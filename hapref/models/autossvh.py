@@ -39,6 +39,8 @@ class HashPreset:
 
 PRESETS: dict[str, HashPreset] = {
     "mini": HashPreset(dim=64, depth=2, heads=2, dec_dim=48, dec_depth=1, dec_heads=2),
+    # The released configs build "small" for all four datasets; the paper gives ActivityNet depth 6 and
+    # dec_depth 1 (no preset here holds those sizes).
     "small": HashPreset(dim=256, depth=12, heads=6, dec_dim=192, dec_depth=2, dec_heads=3),
 }
 
