@@ -80,3 +80,67 @@ def write_sweep(profile: str, out: str | Path, sweep: Callable[[], dict], thread
     finally:
         torch.set_default_dtype(previous[0])
         torch.set_num_threads(previous[1])
+
+
+class SweepFile:
+    """A sweep's JSON file that grows one finished run at a time, so an interrupted sweep loses nothing.
+
+    Layout (the book's convention): ``"runs": {variant: [{"seed", "data_seed", metric…}]}``, ``"untrained":
+    {"<data seed>": {method: {metric…}}}``, ``"claims"``, plus ``meta`` (profile, settings) and the accumulated
+    ``wall_seconds`` / ``cpu_seconds`` of every run and training-free evaluation stored. Re-running with the same
+    ``meta`` resumes: :meth:`done` says which (variant, seed, data seed) are stored already. A file written with
+    other ``meta`` is refused (naming the differing keys) rather than mixed with new runs.
+    """
+
+    def __init__(self, out: str | Path, meta: dict, claims: list[dict]) -> None:
+        import json
+
+        self.path = Path(out)
+        self.data = {"runs": {}, "untrained": {}, "claims": claims, "wall_seconds": 0.0, "cpu_seconds": 0.0,
+                     **meta}
+        self.meta = meta
+        if self.path.exists():
+            stored = json.loads(self.path.read_text())
+            differ = sorted(k for k in meta if stored.get(k) != meta[k])
+            if differ:
+                raise SystemExit(f"{self.path} was written with other settings ({', '.join(differ)}: "
+                                 f"{[stored.get(k) for k in differ]} vs {[meta[k] for k in differ]}); "
+                                 f"choose another --out or delete it")
+            self.data.update({k: stored[k] for k in ("runs", "untrained", "wall_seconds", "cpu_seconds")
+                              if k in stored})
+            self.data.update({k: v for k, v in stored.items() if k not in self.data})
+        self.data["claims"] = claims
+
+    def done(self, variant: str, seed: int, data_seed: int) -> bool:
+        return any(r["seed"] == seed and r["data_seed"] == data_seed for r in self.data["runs"].get(variant, []))
+
+    def has_untrained(self, data_seed: int) -> bool:
+        return str(data_seed) in self.data["untrained"]
+
+    def timed(self, fn: Callable[[], object]) -> tuple[object, float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = fn()
+        return result, time.perf_counter() - wall, time.process_time() - cpu
+
+    def add(self, key: str, value: object, wall: float, cpu: float, variant: str | None = None) -> None:
+        """Store a run (``variant`` given: appended to ``runs[variant]``) or extra data under ``key``; write."""
+        if variant is not None:
+            runs = self.data["runs"].setdefault(variant, [])
+            runs.append(value)
+            runs.sort(key=lambda r: (r["data_seed"], r["seed"]))
+        elif key == "untrained":
+            self.data["untrained"].update(value)
+        else:
+            self.data[key] = value
+        self.data["wall_seconds"] = round(self.data["wall_seconds"] + wall, 1)
+        self.data["cpu_seconds"] = round(self.data["cpu_seconds"] + cpu, 1)
+        self.write()
+
+    def write(self) -> Path:
+        import json
+
+        from hapref.files import atomic_write_bytes
+
+        self.data["dtype"] = str(torch.get_default_dtype()).removeprefix("torch.")
+        self.data["threads"] = torch.get_num_threads()
+        return atomic_write_bytes(self.path, (json.dumps(self.data, indent=1, sort_keys=True) + "\n").encode())

@@ -79,3 +79,51 @@ def separates(higher: Sequence[float], lower: Sequence[float]) -> bool:
     """
     hi, lo = _values(higher, "higher"), _values(lower, "lower")
     return min(hi) > max(lo)
+
+
+def claim_gaps(sweep: dict, claim: dict) -> list[float]:
+    """The paired gaps ``better − worse`` of one claim of a stored sweep, one per (seed, data seed) run.
+
+    ``sweep`` holds ``"runs": {variant: [{"seed", "data_seed", metric…}]}`` and ``"untrained": {data seed:
+    {name: {metric…}}}``; ``claim`` is ``{"better", "worse", "metric", "margin"}`` where either side may be
+    ``"untrained:<name>"`` (a training-free method, one value per data seed, paired with every run on that
+    instance of the benchmark). Runs are paired by ``(seed, data_seed)``; a run missing on one side is an error.
+
+    Examples:
+        >>> sweep = {"runs": {"a": [{"seed": 0, "data_seed": 0, "mAP": 0.8}, {"seed": 1, "data_seed": 0, "mAP": 0.7}]},
+        ...          "untrained": {"0": {"chamfer": {"mAP": 0.6}}}}
+        >>> [round(g, 3) for g in claim_gaps(sweep, {"better": "a", "worse": "untrained:chamfer", "metric": "mAP"})]
+        [0.2, 0.1]
+    """
+    def values(name: str) -> dict[tuple[int, int], float]:
+        if name.startswith("untrained:"):
+            method = name.split(":", 1)[1]
+            keys = {(r["seed"], r["data_seed"]) for runs in sweep["runs"].values() for r in runs}
+            return {(s, d): sweep["untrained"][str(d)][method][claim["metric"]] for s, d in keys}
+        if name not in sweep["runs"]:
+            raise KeyError(f"claim names variant {name!r}, which the sweep does not hold")
+        return {(r["seed"], r["data_seed"]): r[claim["metric"]] for r in sweep["runs"][name]}
+
+    better, worse = values(claim["better"]), values(claim["worse"])
+    if claim["better"].startswith("untrained:"):
+        better = {k: v for k, v in better.items() if k in worse}
+    if claim["worse"].startswith("untrained:"):
+        worse = {k: v for k, v in worse.items() if k in better}
+    if set(better) != set(worse):
+        raise ValueError(f"claim {claim['better']} > {claim['worse']}: runs differ, "
+                         f"{sorted(set(better) ^ set(worse))} on one side only")
+    return [better[k] - worse[k] for k in sorted(better)]
+
+
+def claim_holds(sweep: dict, claim: dict) -> bool:
+    """A stored claim holds: ``better − worse > 0`` on every (seed, data seed) and the mean gap ≥ ``margin``.
+
+    Examples:
+        >>> sweep = {"runs": {"a": [{"seed": 0, "data_seed": 0, "mAP": 0.8}, {"seed": 1, "data_seed": 0, "mAP": 0.7}]},
+        ...          "untrained": {"0": {"chamfer": {"mAP": 0.6}}}}
+        >>> claim = {"better": "a", "worse": "untrained:chamfer", "metric": "mAP", "margin": 0.05}
+        >>> claim_holds(sweep, claim), claim_holds(sweep, {**claim, "margin": 0.2})
+        (True, False)
+    """
+    gaps = claim_gaps(sweep, claim)
+    return bool(gaps) and min(gaps) > 0 and sum(gaps) / len(gaps) >= claim.get("margin", 0.0)
