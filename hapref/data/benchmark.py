@@ -66,6 +66,9 @@ class BenchmarkConfig:
     num_train_clips: int = 256     # unlabeled split, rendered on demand (not cached)
     train_frames: int = 32
     seed: int = 0
+    train_scenes: int = 0          # distractor scenes the unlabeled split films (0 = all of them)
+    channels: int = 0              # publishing channels whose on-screen template frames every video (0 = none)
+    banner: float = 0.25           # height fraction of each of a channel template's two banners
 
     def __post_init__(self) -> None:
         if self.frame_size < 16 or self.frame_size % 2:
@@ -77,6 +80,12 @@ class BenchmarkConfig:
         if not 1 <= self.num_query_scenes <= n_scenes - 2:
             raise ValueError(f"num_query_scenes must be in [1, {n_scenes - 2}] (two scenes stay distractors), "
                              f"got {self.num_query_scenes}")
+        if not 0 <= self.train_scenes <= n_scenes - self.num_query_scenes:
+            raise ValueError(f"train_scenes must be in [0, {n_scenes - self.num_query_scenes}] (0 = every "
+                             f"distractor scene), got {self.train_scenes}")
+        if not 0 <= self.channels <= len(transforms.CHANNEL_NAMES) or self.channels == 1:
+            raise ValueError(f"channels must be 0 (no templates) or in [2, {len(transforms.CHANNEL_NAMES)}], "
+                             f"got {self.channels}")
         for name in ("copies_per_query", "same_scene_per_query", "num_distractors", "num_train_clips"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -87,6 +96,10 @@ PROFILES: dict[str, BenchmarkConfig] = {
     "smoke": BenchmarkConfig(frame_size=64, num_frames=8, num_query_scenes=3, copies_per_query=4,
                              same_scene_per_query=1, num_distractors=6, num_train_clips=16, train_frames=8),
     "quick": BenchmarkConfig(),
+    # A design tried for chapter 4 (benchmarks/hapvr_sweeps.py lists the results): every video is published by
+    # one of three channels whose on-screen template covers half of each frame; copies are re-uploads by
+    # another channel.
+    "channels": BenchmarkConfig(channels=3, num_train_clips=1024),
     "full": BenchmarkConfig(frame_size=224, num_frames=32, num_query_scenes=16, copies_per_query=8,
                             same_scene_per_query=3, num_distractors=256, num_train_clips=8192, train_frames=64),
 }
@@ -179,10 +192,22 @@ def _edit(frames: Tensor, family: str, generator: torch.Generator, host_scenes: 
     return frames, record
 
 
+def train_scenes(config: BenchmarkConfig, query_scenes: set[str]) -> list[str]:
+    """The scenes the unlabeled split films: every non-query scene, or the first ``config.train_scenes`` of them.
+
+    Examples:
+        >>> train_scenes(BenchmarkConfig(train_scenes=2), {"photo:astronaut"})
+        ['photo:brick', 'photo:camera']
+    """
+    scenes = [s for s in _scenes() if s not in query_scenes]
+    return scenes[:config.train_scenes] if config.train_scenes else scenes
+
+
 class TrainClips(Dataset):
     """Unlabeled training clips filmed from distractor scenes, rendered on demand and deterministic per index.
 
-    Item ``i`` is uint8 ``[train_frames, S, S, 3]``; with probability 0.3 the clip cuts to a second photo.
+    Item ``i`` is uint8 ``[train_frames, S, S, 3]``; with probability 0.3 the clip cuts to a second photo. With
+    ``config.channels`` each clip is published under a channel's template (:func:`clip_channel`).
 
     Examples:
         >>> config = BenchmarkConfig(frame_size=32, num_frames=8, num_query_scenes=1, copies_per_query=1,
@@ -212,8 +237,25 @@ class TrainClips(Dataset):
                 cut = transforms.randint(g, c.train_frames // 4, 3 * c.train_frames // 4)
                 a, _ = film(scene, cut, c.frame_size, g, max_shots=1)
                 b, _ = film(other, c.train_frames - cut, c.frame_size, g, max_shots=1)
-                return torch.cat([a, b])
-            return film(scene, c.train_frames, c.frame_size, g)[0]
+                clip = torch.cat([a, b])
+            else:
+                clip = film(scene, c.train_frames, c.frame_size, g)[0]
+        if c.channels:
+            clip = transforms.channel_template(clip, self.channel(index), c.banner)
+        return clip
+
+    def channel(self, index: int) -> int:
+        """The channel that published clip ``index`` (uniform over ``config.channels``; -1 without channels).
+
+        Examples:
+            >>> clips = TrainClips(BenchmarkConfig(channels=3), ["photo:brick"])
+            >>> [clips.channel(i) for i in range(6)]
+            [2, 2, 0, 1, 2, 2]
+        """
+        if not self.config.channels:
+            return -1
+        g = torch.Generator().manual_seed(_child_seed(self.config.seed, "train-channel", index))
+        return transforms.randint(g, 0, self.config.channels - 1)
 
 
 class CopyBenchmark:
@@ -242,8 +284,7 @@ class CopyBenchmark:
         self.levels = levels
         self.info = info
         self.path = path
-        query_scenes = {info[q]["scene"] for q in query_ids}
-        self.train = TrainClips(config, [s for s in _scenes() if s not in query_scenes])
+        self.train = TrainClips(config, train_scenes(config, {info[q]["scene"] for q in query_ids}))
 
     def relevance(self, task: str = "DSVR") -> Tensor:
         """Bool relevance ``[Q, N]`` for ``task`` in ``ND``, ``DSVR`` (ND+DS) or ``CSVR`` (ND+DS+CS), FIVR-style.
@@ -387,6 +428,18 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
     query_scenes = eligible[:c.num_query_scenes]
     other_scenes = [s for s in order if s not in query_scenes]
 
+    # Channels draw from a stream of their own, so a config without channels keeps its bytes.
+    gc = torch.Generator().manual_seed(_child_seed(c.seed, "channels"))
+
+    def publish(frames: Tensor, vid: str, avoid: int | None = None) -> Tensor:
+        if not c.channels:
+            return frames
+        channel = transforms.randint(gc, 0, c.channels - 2 if avoid is not None else c.channels - 1)
+        if avoid is not None and channel >= avoid:       # a re-upload: any channel but the original's
+            channel += 1
+        info[vid]["channel"] = channel
+        return transforms.channel_template(frames, channel, c.banner)
+
     info: dict[str, dict] = {}
     query_ids, query_videos = [], []
     db: list[tuple[str, Tensor, int | None, int]] = []  # (id, frames, query index or None, level)
@@ -394,8 +447,8 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
         qid = f"q{qi:03d}"
         frames, meta = film(scene, c.num_frames, c.frame_size, g)
         query_ids.append(qid)
-        query_videos.append(frames)
         info[qid] = {"role": "query", **meta, "source": qid, "family": None, "transforms": []}
+        query_videos.append(publish(frames, qid))
         for k in range(c.copies_per_query):
             family = COPY_FAMILIES[k % len(COPY_FAMILIES)]
             copy, record = _edit(frames, family, g, other_scenes, c)
@@ -404,12 +457,12 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
             vid = f"{qid}_copy{k:02d}"
             info[vid] = {"role": "copy", "scene": scene, "source": qid, "family": family, "transforms": record,
                          "level": "DS" if partial else "ND"}
-            db.append((vid, copy, qi, level))
+            db.append((vid, publish(copy, vid, avoid=info[qid].get("channel")), qi, level))
         for k in range(c.same_scene_per_query):
             other, meta = film(scene, c.num_frames, c.frame_size, g, avoid=info[qid].get("start"))
             vid = f"{qid}_scene{k:02d}"
             info[vid] = {"role": "same_scene", **meta, "source": qid, "family": None, "transforms": [], "level": "CS"}
-            db.append((vid, other, qi, LEVELS["CS"]))
+            db.append((vid, publish(other, vid), qi, LEVELS["CS"]))
     for k in range(c.num_distractors):
         scene = other_scenes[k % len(other_scenes)]
         frames, meta = film(scene, c.num_frames, c.frame_size, g)
@@ -420,7 +473,7 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
         vid = f"d{k:04d}"
         info[vid] = {"role": "distractor", **meta, "source": None, "family": family, "transforms": record,
                      "level": "distractor"}
-        db.append((vid, frames, None, LEVELS["distractor"]))
+        db.append((vid, publish(frames, vid), None, LEVELS["distractor"]))
 
     perm = torch.randperm(len(db), generator=g).tolist()  # relevant items must not sit in index order
     db = [db[i] for i in perm]

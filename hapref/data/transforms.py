@@ -266,6 +266,55 @@ def text_overlay(frames: Tensor, generator: torch.Generator, host: Tensor | None
     return out, {"text": text, "font_px": font_px, "top": top, "left": left, "opacity": opacity}
 
 
+#: On-screen names of the channels of :func:`channel_template` (channel ``k`` shows ``CHANNEL_NAMES[k]``).
+CHANNEL_NAMES = ("NEWS 1", "LIVE 24", "WORLD TV", "CITY NOW", "INFO 7", "SPORT+")
+
+
+@functools.lru_cache(maxsize=64)
+def _channel_bands(channel: int, height: int, width: int) -> tuple[Tensor, Tensor]:
+    """uint8 ``[height, width, 3]`` top and bottom banners of ``channel``: the same bytes on every CPU (integer
+    colours and stripes; the name's glyphs blended in float64 and rounded by ``round_pixels``)."""
+    g = torch.Generator().manual_seed(7919 * (channel + 1))
+    base, accent = torch.randint(30, 226, (2, 3), generator=g)
+    period = int(torch.randint(4, 10, (), generator=g))
+    slope = channel % 3 + 1
+    y, x = torch.arange(height)[:, None], torch.arange(width)[None, :]
+    top = torch.where((((x + slope * y) // period) % 2 == 1)[..., None], accent, base).to(torch.uint8)
+    bottom = torch.where(((x // (2 * period) + 0 * y) % 3 == 0)[..., None], accent, base // 2).to(torch.uint8)
+    mask = text_mask(CHANNEL_NAMES[channel], max(6, round(0.7 * height)))[:height, :width]
+    ink = (255 - base).double().expand(*mask.shape, 3)
+    bottom = _blend(bottom[None], ink, mask, (height - mask.shape[0]) // 2, 2)[0]
+    return top, bottom
+
+
+def channel_template(frames: Tensor, channel: int, banner: float = 0.25) -> Tensor:
+    """Publish ``frames`` under channel ``channel``'s on-screen template: opaque banners over the top and bottom
+    ``banner`` fraction of every frame (the top striped, the bottom with the channel's name), as a broadcaster or
+    a re-uploader frames every video it publishes. Deterministic: no generator.
+
+    ``frames`` uint8 ``[T, H, W, 3]``; ``channel`` in ``[0, len(CHANNEL_NAMES))``; ``banner`` in (0, 0.5).
+
+    Examples:
+        >>> frames = torch.zeros(2, 32, 32, 3, dtype=torch.uint8)
+        >>> out = channel_template(frames, 1)
+        >>> out.dtype, tuple(out.shape), bool((out[:, 8:24] == 0).all()), bool((out[:, :8] > 0).any())
+        (torch.uint8, (2, 32, 32, 3), True, True)
+        >>> torch.equal(channel_template(frames, 1)[:, :8], channel_template(frames + 9, 1)[:, :8])  # content-free
+        True
+    """
+    if not 0 <= channel < len(CHANNEL_NAMES):
+        raise ValueError(f"channel must be in [0, {len(CHANNEL_NAMES)}), got {channel}")
+    if not 0.0 < banner < 0.5:
+        raise ValueError(f"banner must be a fraction in (0, 0.5), got {banner}")
+    t, h, w, _ = frames.shape
+    band = max(1, round(banner * h))
+    top, bottom = _channel_bands(channel, band, w)
+    out = frames.clone()
+    out[:, :band] = top
+    out[:, h - band:] = bottom
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def logo_rgba() -> Tensor:
     """scikit-image's logo as float RGBA ``[500, 500, 4]`` in [0, 255] (its alpha channel is the shape).

@@ -49,7 +49,7 @@ LOSSES: tuple[str, ...] = VIDEO_LOSSES
 DEFAULT_LOSS = "quadlinear_ap"
 DATA_VERSION = 2
 DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "view_batches", "batch_videos", "whiten_dim",
-               "frames_dir", "backbone", "teacher")
+               "frames_dir", "backbone", "teacher", "benchmark_seed", "pooling", "dino_checkpoint")
 TEACHERS = ("backbone", "dino")
 
 
@@ -82,6 +82,7 @@ class HAPVRProfile:
     features: str | None = None  # HDF5 frame features (DnS/S2VS layout) to train on instead of the benchmark
     held_out: int = 8           # with ``features``: the last videos of the file, kept out for evaluation
     frames_dir: str | None = None   # decoded frames (FramesDirectory layout) as the unlabeled training clips
+    benchmark_seed: int = 0     # instance of the benchmark design (``build_copy_benchmark(seed=...)``)
     dino_checkpoint: str | None = None  # teacher="dino": a local DINO ViT-S/16 file (features.load_dino_vits16)
     pooling: str = ""           # student regions: "" = auto (FrameEncoder.pooling_for), "l3imac" or "l3imac_released"
 
@@ -367,7 +368,7 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
     profile, p = resolve_profile(profile)
     if p.features is not None:          # cheap to rebuild: no disk cache
         return _prepare_from_features(p)
-    bench = build_copy_benchmark(p.benchmark)
+    bench = build_copy_benchmark(p.benchmark, seed=p.benchmark_seed)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
     code = source_digest(backbones_module, pooling_module, augment_module, views_module, sys.modules[__name__])
     key = config_key({"hapvr": DATA_VERSION, "data": data_fields, "benchmark": bench.fingerprint()[:16],
@@ -487,7 +488,7 @@ class HAPVRTask:
             return {"features": whitening(regions).to(device), "teacher": teacher.to(device),
                     "relevance": labels.to(device)}
         if self._fresh is None:
-            bench = build_copy_benchmark(self.profile.benchmark)
+            bench = build_copy_benchmark(self.profile.benchmark, seed=self.profile.benchmark_seed)
             whitening = PCAWhitening(**self.data.whitening)
             self._fresh = (bench, FrameEncoder(self.profile, bench.config.frame_size), whitening)
         bench, encode, whitening = self._fresh
