@@ -159,3 +159,101 @@ def as_packed(codes: object, name: str = "codes", nbytes: int | None = None, pac
                          + (" (packed bytes? pass packed=True)" if _as_tensor(codes, name).dtype == torch.uint8
                             and _as_tensor(codes, name).shape[1] == nbytes else ""))
     return x
+
+
+def _mean_features(features: object, name: str) -> Tensor:
+    """``features`` as a float64 ``[N, F]`` tensor, checked (finite, two dimensions, at least one row)."""
+    x = _as_tensor(features, name)
+    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"{name} must be a 2-D [N, F] array of (mean frame) features, got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must hold floating-point features, got dtype {x.dtype}")
+    check_float_tensor(x, name)
+    return x.to(torch.float64)
+
+
+def _check_bits(bits: object, limit: int | None = None) -> int:
+    if not isinstance(bits, int) or isinstance(bits, bool) or bits < 1 or (limit is not None and bits > limit):
+        raise ValueError(f"bits must be a positive int{'' if limit is None else f' <= {limit}'}, got {bits!r}")
+    return bits
+
+
+def _signs(x: Tensor) -> Tensor:
+    """±1 of ``x`` with ties (exact zeros) to +1, as the hash codes of AutoSSVH Eq. 7."""
+    return torch.where(x >= 0, 1.0, -1.0).to(torch.float64)
+
+
+def lsh_codes(features: object, bits: int, seed: int = 0, mean: object = None) -> Tensor:
+    """Random-projection hashing (sign LSH, Charikar 2002): ``sign((x − μ) W)`` with Gaussian ``W [F, bits]``.
+
+    A training-free baseline for learned video hashing: the codes of mean frame features under a random
+    hyperplane projection. Two codes differ in a bit with probability θ/π, θ the angle between the centred
+    features, so Hamming distance estimates that angle. ``W`` is drawn in float64 from a generator seeded with
+    ``seed`` (the same ``W`` on every machine, whatever the default dtype); ``μ`` is ``mean`` (e.g. the mean of
+    the training videos' features, so that database and queries share one centre) or, when omitted, the mean
+    of ``features``. Ties (a projection of exactly 0) go to +1.
+
+    Args:
+        features: ``[N, F]`` float tensor or numpy array (one row per video, e.g. its mean frame feature).
+        bits: code length K.
+        seed: seed of the projection.
+        mean: ``[F]`` centre μ, default ``features.mean(0)``.
+
+    Returns:
+        ``[N, bits]`` float64 tensor of ±1 codes.
+
+    Examples:
+        >>> x = torch.tensor([[1.0, 0.0], [0.9, 0.1], [-1.0, 0.0]])
+        >>> codes = lsh_codes(x, 16, seed=0, mean=torch.zeros(2))
+        >>> codes.shape, codes.dtype, codes.unique().tolist()
+        (torch.Size([3, 16]), torch.float64, [-1.0, 1.0])
+        >>> int((codes[0] != codes[2]).sum())      # opposite directions: every bit differs
+        16
+        >>> torch.equal(codes, lsh_codes(x, 16, seed=0, mean=torch.zeros(2)))
+        True
+    """
+    x = _mean_features(features, "features")
+    _check_bits(bits)
+    centre = x.mean(0) if mean is None else _mean_features(_as_tensor(mean, "mean").reshape(1, -1), "mean")[0]
+    if centre.shape[0] != x.shape[1]:
+        raise ValueError(f"mean must have {x.shape[1]} entries (one per feature), got {centre.shape[0]}")
+    generator = torch.Generator().manual_seed(seed)
+    projection = torch.randn(x.shape[1], bits, generator=generator, dtype=torch.float64)
+    return _signs((x - centre) @ projection)
+
+
+def pca_sign_codes(train_features: object, features: object, bits: int) -> Tensor:
+    """PCA hashing (PCAH, e.g. Gong & Lazebnik 2011's baseline): ``sign((x − μ) V_K)``, PCA fitted on training rows.
+
+    ``μ`` and the top-``bits`` principal directions ``V_K [F, bits]`` (the right singular vectors of the
+    centred ``train_features`` with the largest singular values, computed in float64) come from the training
+    videos only; ``features`` (database or queries) are projected on them and binarised, ties to +1. A
+    principal direction is defined up to sign and flipping a bit of every code leaves all Hamming distances
+    unchanged; for reproducible codes each direction is oriented so that its largest-magnitude entry is
+    positive.
+
+    Args:
+        train_features: ``[N_train, F]`` float tensor or numpy array the PCA is fitted on
+            (``bits <= min(N_train, F)``).
+        features: ``[N, F]`` rows to encode.
+        bits: code length K (number of principal components).
+
+    Returns:
+        ``[N, bits]`` float64 tensor of ±1 codes.
+
+    Examples:
+        >>> train = torch.tensor([[2.0, 0.1], [-2.0, -0.1], [0.0, 1.0], [0.0, -1.0]])
+        >>> pca_sign_codes(train, torch.tensor([[3.0, 0.5], [-1.0, 0.5]]), 2)
+        tensor([[ 1.,  1.],
+                [-1.,  1.]], dtype=torch.float64)
+    """
+    train = _mean_features(train_features, "train_features")
+    x = _mean_features(features, "features")
+    _check_bits(bits, min(train.shape))
+    if x.shape[1] != train.shape[1]:
+        raise ValueError(f"features have {x.shape[1]} dimensions, train_features {train.shape[1]}")
+    centre = train.mean(0)
+    _, _, vh = torch.linalg.svd(train - centre, full_matrices=False)
+    components = vh[:bits]                                                    # [bits, F]
+    flip = components.gather(1, components.abs().argmax(1, keepdim=True)).sign()
+    return _signs((x - centre) @ (components * flip).T)

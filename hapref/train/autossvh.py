@@ -100,22 +100,24 @@ def released_profile(dataset: str) -> dict:
 
 
 #: Run sizes: data (fine-grained videos), frame backbone, hashing network, optimisation, P2Set schedule.
+#: ``data_seed`` is the seed of the video generator: another value builds another instance of the benchmark
+#: from the same design (``--set data_seed=1``).
 PROFILES: dict[str, dict] = {
     "smoke": dict(data=dict(num_classes=2, subclasses_per_class=2, train_per_subclass=4, test_per_subclass=2,
                             frames=(6, 8), size=32), backbone=dict(name="small-cnn", image_size=32),
                   label="subclass", frames=6, nbits=16, preset="mini", steps=30, batch=16, lr=1e-3,
                   drop_ratio=0.5, clusters=(4,), warmup=10, every=10, delta=1.0, contrast="infonce",
-                  alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1),
+                  alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1, data_seed=0),
     "quick": dict(data=dict(num_classes=4, subclasses_per_class=3, train_per_subclass=8, test_per_subclass=3,
                             frames=(8, 12), size=32), backbone=dict(name="efficientnet-lite0", image_size=64),
-                  label="subclass", frames=8, nbits=16, preset="mini", steps=150, batch=32, lr=1e-3,
+                  label="subclass", frames=8, nbits=16, preset="mini", steps=400, batch=32, lr=1e-3,
                   drop_ratio=0.5, clusters=(4, 8), warmup=50, every=25, delta=1.0, contrast="infonce",
-                  alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1),
+                  alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1, data_seed=0),
     "full": dict(data=dict(num_classes=6, subclasses_per_class=4, train_per_subclass=20, test_per_subclass=8,
                            frames=(25, 40), size=160), backbone=dict(name="efficientnet-lite0", image_size=224),
                  label="subclass", frames=25, nbits=64, preset="small", steps=3000, batch=128, lr=1e-4,
                  drop_ratio=0.5, clusters=(12, 24, 48), warmup=500, every=100, delta=1.0, contrast="dcl",
-                 alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1),
+                 alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1, data_seed=0),
     # UCF101's released config: pre-extracted 4096-d frame features (``--features``), 25 frames, 64 bits.
     "released": released_profile("ucf101"),
 }
@@ -142,10 +144,11 @@ def video_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit, Feat
 
 @cache_per_dtype(maxsize=4)
 def _features(data_and_backbone: str) -> tuple[FeatureSplit, FeatureSplit]:
-    """Frozen frame features of overridden settings (JSON of ``data`` and ``backbone``), once per process."""
+    """Frozen frame features of overridden settings (JSON of ``data``, ``backbone`` and ``data_seed``), once per
+    process."""
     settings = json.loads(data_and_backbone)
     settings["data"]["frames"] = tuple(settings["data"]["frames"])
-    return extract_finegrained_features(settings["data"], settings["backbone"])
+    return extract_finegrained_features(settings["data"], settings["backbone"], settings.get("data_seed", 0))
 
 
 def fixed_length(split: FeatureSplit, frames: int) -> Tensor:
@@ -230,11 +233,12 @@ class AutoSSVHTask:
                                        beta=s["beta"] if self.use_p2set else 0.0, temperature=s["tau"],
                                        positive_prior=s["tau_plus"])
         if isinstance(profile, str):
-            train, test = video_features(profile)
+            train, test = video_features(profile, s.get("data_seed", 0))
         elif s["backbone"] is None:
             raise ValueError("this profile trains on pre-extracted frame features, which are not part of hapref")
         else:
-            train, test = _features(json.dumps({"data": s["data"], "backbone": s["backbone"]}, sort_keys=True))
+            train, test = _features(json.dumps({"data": s["data"], "backbone": s["backbone"],
+                                                "data_seed": s.get("data_seed", 0)}, sort_keys=True))
         self.train_x, self.test_x = fixed_length(train, s["frames"]), fixed_length(test, s["frames"])
         label = "subclasses" if s["label"] == "subclass" else "classes"
         self.train_labels, self.test_labels = getattr(train, label), getattr(test, label)
