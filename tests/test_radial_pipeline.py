@@ -6,8 +6,8 @@ import pytest
 import torch
 from conftest import devices
 
-from hapref.data.finegrained import (make_finegrained_videos, relevance_gains, sample_quadlets,
-                                     sample_quadruplets, sample_triplets)
+from hapref.data.finegrained import (MOTION_PAIRS, make_finegrained_videos, motion_clip, relevance_gains,
+                                     sample_quadlets, sample_quadruplets, sample_triplets)
 from hapref.data.highlights import make_highlight_video
 from hapref.detection import (clip_critical_prf, detect_cuts, histogram_cut_scores, match_cuts,
                               window_features)
@@ -58,6 +58,63 @@ def test_finegrained_videos_are_deterministic_and_labelled() -> None:
     assert train.subclasses.tolist() == [0, 0, 1, 1, 2, 2, 3, 3] and train.classes.tolist() == [0] * 4 + [1] * 4
     with pytest.raises(ValueError, match="subclasses_per_class"):
         make_finegrained_videos(subclasses_per_class=1)
+
+
+MOTION_KW = dict(num_classes=3, subclasses_per_class=2, train_per_subclass=3, test_per_subclass=2, frames=(4, 6),
+                 size=24, design="motion")
+
+
+def test_motion_design_shapes_labels_and_determinism() -> None:
+    train, test = make_finegrained_videos(seed=5, **MOTION_KW)
+    again, again_test = make_finegrained_videos(seed=5, **MOTION_KW)
+    other, _ = make_finegrained_videos(seed=6, **MOTION_KW)
+    assert len(train) == 18 and len(test) == 12
+    assert all(torch.equal(a, b) for a, b in zip(train.videos + test.videos, again.videos + again_test.videos))
+    assert not all(a.shape == b.shape and torch.equal(a, b) for a, b in zip(train.videos, other.videos))
+    assert all(v.dtype == torch.uint8 and v.shape[1:] == (24, 24, 3) and 4 <= v.shape[0] <= 6 for v in train.videos)
+    assert train.classes.tolist() == [0] * 6 + [1] * 6 + [2] * 6
+    assert train.subclasses.tolist() == [s for s in range(6) for _ in range(3)]
+    assert test.subclasses.tolist() == [s for s in range(6) for _ in range(2)]
+    assert [n.split(":")[1] for n in train.subclass_names] == ["zoom-in", "zoom-out"] * 3
+    four, _ = make_finegrained_videos(seed=0, **{**MOTION_KW, "subclasses_per_class": 4, "frames": (3, 3)})
+    assert [n.split(":")[1] for n in four.subclass_names[:4]] == [m for pair in MOTION_PAIRS for m in pair]
+    for bad in (3, 6):
+        with pytest.raises(ValueError, match="design='motion'"):
+            make_finegrained_videos(**{**MOTION_KW, "subclasses_per_class": bad})
+    with pytest.raises(ValueError, match="design must be"):
+        make_finegrained_videos(design="colour")
+
+
+def test_region_design_is_the_default_and_unchanged() -> None:
+    kw = dict(num_classes=2, subclasses_per_class=2, train_per_subclass=2, test_per_subclass=2, frames=(3, 5), size=24)
+    default, explicit = make_finegrained_videos(seed=1, **kw)[0], make_finegrained_videos(seed=1, design="region", **kw)[0]
+    assert all(torch.equal(a, b) for a, b in zip(default.videos, explicit.videos))
+
+
+@pytest.mark.parametrize("pair", MOTION_PAIRS)
+def test_motion_siblings_are_blind_to_order_free_pooling(pair: tuple[str, str]) -> None:
+    """A reversed-order sibling has the same frames backwards: the same mean-pooled pixels, different order."""
+    g = torch.Generator().manual_seed(0)
+    for photo in ("astronaut", "coffee"):
+        u = torch.rand(5, generator=g, dtype=torch.float64).tolist()
+        forward, backward = (motion_clip(photo, motion, u, 7, 24) for motion in pair)
+        assert torch.equal(backward, forward.flip(0))
+        assert torch.equal(forward.double().mean(0), backward.double().mean(0))    # order-free summary: identical
+        assert not torch.equal(forward, backward)                                   # the order is what differs
+        assert (forward[0].double() - forward[-1].double()).abs().mean() > 1.0       # the camera really moves
+    with pytest.raises(ValueError, match="motion must be"):
+        motion_clip("coffee", "rotate", [0.5] * 5, 3, 16)
+
+
+def test_motion_profile_mean_pool_cannot_separate_siblings() -> None:
+    """Frozen features mean-pooled: a clip and its reversed twin embed to the same vector (to rounding)."""
+    from hapref.features import SmallCNN
+    from hapref.models.radial import frame_features
+
+    cnn = SmallCNN(image_size=24).eval()
+    u = [0.3, 0.7, 0.5, 0.4, 0.9]
+    feats = [frame_features(cnn, motion_clip("chelsea", m, u, 6, 24)).mean(0) for m in ("zoom-in", "zoom-out")]
+    assert torch.allclose(feats[0], feats[1], atol=1e-5)
 
 
 @pytest.mark.parametrize("device", devices())

@@ -6,6 +6,12 @@ and motion up to random jitter; videos of one class share the photo's look; othe
 nothing. Frames come from :func:`hapref.data.sources.render_shot`. The samplers draw the index
 tuples the Radial losses train on: quadlets (q, p, i, n), triplets (q, p, n) and the two negative
 schemes of the Quadruplet-2 baseline.
+
+``design="motion"`` builds a harder set from the same photos: the sub-classes of a class film the *same*
+region and differ only in the direction of the camera move (zoom in / zoom out, pan right / pan left). A clip
+of the reversed sub-class is a forward clip played backwards, so any order-free summary of its frames (a
+mean over frames, a bag of frames) is distributed identically for the two siblings: only the frame order
+separates them.
 """
 
 from __future__ import annotations
@@ -21,7 +27,10 @@ from hapref.data.sources import CameraPath, render_shot
 
 __all__ = [
     "FINEGRAINED_PHOTOS",
+    "motion_clip",
     "MOTIONS",
+    "MOTION_PAIRS",
+    "DESIGNS",
     "FineGrainedVideos",
     "make_finegrained_videos",
     "sample_quadlets",
@@ -34,6 +43,11 @@ __all__ = [
 FINEGRAINED_PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "immunohistochemistry", "hubble_deep_field")
 #: Camera-motion families; sub-class k of every class uses ``MOTIONS[k % 4]``.
 MOTIONS = ("zoom-in", "pan-right", "pan-down", "rotate")
+#: ``design="motion"``: sub-classes 2j and 2j + 1 of a class are ``MOTION_PAIRS[j]`` forward and reversed.
+MOTION_PAIRS = (("zoom-in", "zoom-out"), ("pan-right", "pan-left"))
+#: ``"region"`` (default): sub-classes are regions with their own motion; ``"motion"``: one region, the
+#: sub-classes differ only in the motion's direction.
+DESIGNS = ("region", "motion")
 
 
 @dataclass
@@ -78,11 +92,49 @@ def _camera_path(centre: tuple[float, float], motion: str, u: list[float]) -> Ca
     raise ValueError(f"motion must be one of {MOTIONS}, got {motion!r}")
 
 
+def motion_clip(photo: str, motion: str, u: list[float], length: int, size: int) -> Tensor:
+    """One clip of ``design="motion"``: ``motion`` of :data:`MOTION_PAIRS` over the photo's centre region.
+
+    ``u`` holds 5 uniforms: centre jitter (x, y), view size (pans), the start of the filmed part of the move and
+    its speed. The clip films a short random stretch (15-35 %) of one long move, so where a clip lies along the
+    move (its absolute zoom or position) says little about the direction; the second
+    motion of a pair is the first one's clip played backwards, so the two have the same frames in reverse order.
+
+    Examples:
+        >>> u = [0.5, 0.5, 0.5, 0.2, 0.7]
+        >>> zoom_in, zoom_out = (motion_clip("coffee", m, u, 5, 16) for m in ("zoom-in", "zoom-out"))
+        >>> zoom_in.shape, torch.equal(zoom_out, zoom_in.flip(0))
+        (torch.Size([5, 16, 16, 3]), True)
+    """
+    pairs = {m: (j, k) for j, pair in enumerate(MOTION_PAIRS) for k, m in enumerate(pair)}
+    if motion not in pairs:
+        raise ValueError(f"motion must be one of {[m for pair in MOTION_PAIRS for m in pair]}, got {motion!r}")
+    pair, reverse = pairs[motion]
+    cx, cy = 0.08 * (2 * u[0] - 1), 0.08 * (2 * u[1] - 1)
+    span = 0.15 + 0.2 * u[4]                  # the clip films this fraction of one long move (speed jitter) ...
+    a = (1 - span) * u[3]                     # ... starting this far along it (start offset)
+    b = a + span
+    if pair == 0:                             # the long move: zoom from view 0.9 down to 0.4
+        lerp = lambda t: 0.9 - 0.5 * t
+        path = CameraPath((cx, cy, lerp(a), 0.0), (cx, cy, lerp(b), 0.0))
+    else:                                     # the long move: pan across 0.8 of the photo at view 0.5 + jitter
+        view = 0.5 + 0.1 * u[2]
+        lerp = lambda t: cx - 0.4 + 0.8 * t
+        path = CameraPath((lerp(a), cy, view, 0.0), (lerp(b), cy, view, 0.0))
+    video = render_shot(photo, path, length, size)
+    return video.flip(0).contiguous() if reverse else video
+
+
 @float32_draws
 def make_finegrained_videos(num_classes: int = 4, subclasses_per_class: int = 3, train_per_subclass: int = 6,
                             test_per_subclass: int = 3, frames: tuple[int, int] = (10, 16), size: int = 96,
-                            seed: int = 0) -> tuple[FineGrainedVideos, FineGrainedVideos]:
+                            seed: int = 0, design: str = "region") -> tuple[FineGrainedVideos, FineGrainedVideos]:
     """Build the (train, test) splits; lengths are uniform in ``frames`` (inclusive), all deterministic in ``seed``.
+
+    ``design`` (:data:`DESIGNS`): ``"region"`` gives each sub-class its own region and motion family;
+    ``"motion"`` films every sub-class of a class over the same (jittered) centre region, sub-classes 2j and
+    2j + 1 being the two directions of ``MOTION_PAIRS[j]`` (:func:`motion_clip`); it needs an even
+    ``subclasses_per_class`` of at most ``2 * len(MOTION_PAIRS)``.
 
     Examples:
         >>> train, test = make_finegrained_videos(num_classes=2, subclasses_per_class=2, train_per_subclass=2,
@@ -91,7 +143,15 @@ def make_finegrained_videos(num_classes: int = 4, subclasses_per_class: int = 3,
         (8, [0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 2, 2, 3, 3])
         >>> train.videos[0].dtype, tuple(train.videos[0].shape[1:])
         (torch.uint8, (16, 16, 3))
+        >>> motion, _ = make_finegrained_videos(num_classes=2, subclasses_per_class=2, train_per_subclass=2,
+        ...                                    test_per_subclass=2, frames=(4, 6), size=16, design="motion")
+        >>> motion.subclass_names
+        ('astronaut/0:zoom-in', 'astronaut/1:zoom-out', 'coffee/0:zoom-in', 'coffee/1:zoom-out')
     """
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
+    if design == "motion" and (subclasses_per_class % 2 or subclasses_per_class > 2 * len(MOTION_PAIRS)):
+        raise ValueError(f"design='motion' needs subclasses_per_class in (2, 4), got {subclasses_per_class}")
     if not 2 <= num_classes <= len(FINEGRAINED_PHOTOS):
         raise ValueError(f"num_classes must lie in [2, {len(FINEGRAINED_PHOTOS)}], got {num_classes}")
     if subclasses_per_class < 2:
@@ -108,13 +168,16 @@ def make_finegrained_videos(num_classes: int = 4, subclasses_per_class: int = 3,
     for c, photo in enumerate(FINEGRAINED_PHOTOS[:num_classes]):
         for k in range(subclasses_per_class):
             sub = c * subclasses_per_class + k
-            motion = MOTIONS[k % len(MOTIONS)]
+            motion = MOTIONS[k % len(MOTIONS)] if design == "region" else MOTION_PAIRS[k // 2][k % 2]
             subclass_names.append(f"{photo}/{k}:{motion}")
             for split, count in (("train", train_per_subclass), ("test", test_per_subclass)):
                 for _ in range(count):
-                    u = torch.rand(4, generator=generator, dtype=torch.float64).tolist()
+                    u = torch.rand(4 if design == "region" else 5, generator=generator, dtype=torch.float64).tolist()
                     length = int(torch.randint(frames[0], frames[1] + 1, (1,), generator=generator))
-                    video = render_shot(photo, _camera_path(centres[k], motion, u), length, size)
+                    if design == "region":
+                        video = render_shot(photo, _camera_path(centres[k], motion, u), length, size)
+                    else:
+                        video = motion_clip(photo, motion, u, length, size)
                     splits[split][0].append(video)
                     splits[split][1].append(c)
                     splits[split][2].append(sub)

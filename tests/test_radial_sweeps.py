@@ -1,0 +1,54 @@
+"""benchmarks/radial_sweeps.py: the stored layout, append-and-resume, and the training-free embeddings."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("radial_sweeps", ROOT / "benchmarks" / "radial_sweeps.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sweep_layout_and_resume(tmp_path, capsys):
+    sweeps = _script()
+    out = tmp_path / "s.json"
+    args = ["--profile", "smoke", "--steps", "2", "--seeds", "0", "1", "--out", str(out),
+            "--variants", "radial", "untrained_network", "radial_c2"]
+    dtype, threads = torch.get_default_dtype(), torch.get_num_threads()
+    assert sweeps.main(args) == 0
+    assert (torch.get_default_dtype(), torch.get_num_threads()) == (dtype, threads)   # restored
+    data = json.loads(out.read_text())
+    assert set(data["runs"]) == {"radial", "untrained_network", "radial_c2"}
+    for rows in data["runs"].values():
+        assert [(r["seed"], r["data_seed"]) for r in rows] == [(0, 0), (1, 0)]
+        assert all(set(sweeps.METRICS) <= set(r) and 0 <= r["fine_MAP"] <= 1 for r in rows)
+    assert set(data["untrained"]["0"]) == {"mean_pool", "halves"}
+    assert data["claims"] == sweeps.CLAIMS and data["dtype"] == "float64" and data["threads"] == 1
+    assert data["runs"]["radial"] != data["runs"]["untrained_network"]
+    wall = data["wall_seconds"]
+    assert sweeps.main(args) == 0                                   # everything stored: nothing re-run
+    assert json.loads(out.read_text())["wall_seconds"] == wall
+    assert sweeps.main([*args[:-3], "radial", "--data-seed", "1"]) == 0
+    data = json.loads(out.read_text())
+    assert [(r["seed"], r["data_seed"]) for r in data["runs"]["radial"]] == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    assert set(data["untrained"]) == {"0", "1"}
+
+
+def test_halves_is_order_aware_and_mean_pool_is_not():
+    from hapref.features.frames import FeatureSplit
+
+    sweeps = _script()
+    feats = torch.randn(1, 6, 5, dtype=torch.float64)
+    split = FeatureSplit(torch.cat([feats, feats.flip(1)]), torch.tensor([6, 6]), torch.tensor([0, 0]),
+                         torch.tensor([0, 1]))
+    pooled, halves = sweeps.mean_pool(split), sweeps.halves(split)
+    assert torch.allclose(pooled[0], pooled[1]) and not torch.allclose(halves[0], halves[1])
