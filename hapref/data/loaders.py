@@ -507,7 +507,8 @@ class HDF5Features(Dataset):
         with h5py.File(self.path, "r") as f:
             if ids is None:
                 found: list[str] = []
-                f.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
+                f.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset)
+                             and not name.startswith("__partial__") else None)   # an interrupted write
                 wanted = sorted(found)
                 present = set(found)
             else:

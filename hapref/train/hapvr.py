@@ -436,7 +436,12 @@ class HAPVRTask:
             >>> settings["variant"]["video_loss"], settings["variant"]["temporal_k"], settings["profile"]["steps"]
             ('quadlinear_ap', 0.03, 10)
         """
-        return {"profile": asdict(self.profile), "variant": asdict(self.variant)}
+        settings = {"profile": asdict(self.profile), "variant": asdict(self.variant)}
+        if self.profile.features is not None:     # how the features file was made (hapref.features), if recorded
+            from hapref.features.hdf5 import read_settings
+            recorded = read_settings(self.profile.features)
+            settings["feature_file"] = None if recorded is None else asdict(recorded)
+        return settings
 
     def model_spec(self) -> dict[str, Any]:
         """The model's constructor and arguments and its inputs' preprocessing (:func:`hapref.train.load_run`).
