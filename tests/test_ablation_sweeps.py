@@ -32,27 +32,54 @@ def test_tca_smoke_sweep_runs_every_configuration(tmp_path) -> None:
     assert set(results["untrained"]) == {"imac", "l3irmac"}
 
 
-def test_autossvh_smoke_sweep_runs_every_variant(tmp_path) -> None:
+def test_autossvh_smoke_sweep_appends_and_resumes(tmp_path, monkeypatch) -> None:
     sweeps = load_script("autossvh_sweeps")
     out = tmp_path / "autossvh.json"
-    assert sweeps.main(["--profile", "smoke", "--seeds", "0", "--out", str(out)]) == 0
-    results = json.loads(out.read_text())
-    assert set(results["runs"]) == set(sweeps.LOSSES)
-    shared = {loss: runs[0]["shared_frames"] for loss, runs in results["runs"].items()}
+    args = ["--profile", "smoke", "--steps", "2", "--data-seed", "0", "--out", str(out), "--variants",
+            "autossvh", "random_mask", "random_independent", "fresh"]
+    assert sweeps.main([*args, "--seeds", "0"]) == 0
+    first = json.loads(out.read_text())
+    assert set(first["runs"]) == {"autossvh", "random_mask", "random_independent", "fresh"}
+    assert set(first["untrained"]["0"]) == set(sweeps.UNTRAINED)
+    shared = {v: runs[0]["shared_frames"] for v, runs in first["runs"].items() if v != "fresh"}
     assert shared["random_mask"] == 0.0 and shared["random_independent"] > 0
-    for (run,) in results["runs"].values():
+    for runs in first["runs"].values():
+        (run,) = runs
+        assert (run["seed"], run["data_seed"]) == (0, 0)
         assert 0.0 <= run["mAP@5/autossvh"] <= run["mAP@5"] + 1e-9 <= 1.0 + 1e-9
+    assert first["wall_seconds"] > 0 and first["dtype"] == "float64" and first["threads"] == 1
+
+    trained = []                                       # the second call adds seed 1 and retrains nothing else
+    original = sweeps.run_one
+    monkeypatch.setattr(sweeps, "run_one", lambda s, v, seed: trained.append((v, seed)) or original(s, v, seed))
+    assert sweeps.main([*args, "--seeds", "0", "1"]) == 0
+    second = json.loads(out.read_text())
+    assert sorted(trained) == sorted((v, 1) for v in first["runs"])
+    for variant, runs in second["runs"].items():
+        assert [r["seed"] for r in runs] == [0, 1] and runs[0] == first["runs"][variant][0]
+    assert second["untrained"] == first["untrained"] and second["wall_seconds"] >= first["wall_seconds"]
+    with pytest.raises(SystemExit, match="other settings"):        # another profile is refused, not mixed in
+        sweeps.main([*args[:2], "--steps", "3", *args[4:], "--seeds", "0"])
 
 
 @pytest.mark.parametrize("name", ["tca_sweeps", "autossvh_sweeps"])
 def test_stored_results_match_the_script(name: str) -> None:
     sweeps = load_script(name)
     stored = json.loads((ROOT / "book" / "data" / f"{name}.json").read_text())
-    assert len(stored["seeds"]) >= 3
     if name == "tca_sweeps":
+        assert len(stored["seeds"]) >= 3
         assert stored["tables"] == {table: {row: sweeps.variant_key(v) for row, v in rows.items()}
                                     for table, rows in sweeps.TABLES.items()}
         assert all(len(c["runs"]) == len(stored["seeds"]) for c in stored["configs"].values())
     else:
-        assert stored["losses"] == list(sweeps.LOSSES)
-        assert all(len(runs) == len(stored["seeds"]) for runs in stored["runs"].values())
+        assert set(stored["runs"]) <= set(sweeps.VARIANTS)
+        assert stored["settings"]["steps"] == sweeps.PROFILES[stored["profile"]]["steps"]
+        for variant, runs in stored["runs"].items():
+            keys = {(r["seed"], r["data_seed"]) for r in runs}
+            assert len(keys) == len(runs)
+            headline = variant in ("autossvh", "random_independent", "fresh")   # 5 seeds x 2 data seeds
+            assert all(len({s for s, d in keys if d == data}) >= (5 if headline else 3)
+                       for data in ({0, 1} if headline else {0})), variant
+        assert set(stored["untrained"]) == {"0", "1"}
+        assert all(set(methods) == set(sweeps.UNTRAINED) for methods in stored["untrained"].values())
+        assert [p["delta"] for p in stored["delta_curve"]["points"]] == list(sweeps.DELTAS)
