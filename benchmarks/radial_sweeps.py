@@ -83,9 +83,16 @@ C_CURVE = (1.5, 2.0, 4.0, 6.0)
 VARIANTS = (*LOSSES, "untrained_network", *(f"radial_c{c:g}" for c in C_CURVE))
 METRICS = ("QP", "TP", "NDCG", "MAP", "fine_MAP")
 #: What chapter 5 states, each checked on every stored (seed, data seed) by tests/test_sweep_claims.py.
+#: The loss orderings are the only pairs of trained variants that every one of the 10 runs separates (fine MAP);
+#: radial vs quadlet vs quadruplet1 are not among them (they tie), nor is any ordering on QP or NDCG.
 CLAIMS = [
     {"better": "radial", "worse": "untrained:halves", "metric": "fine_MAP", "margin": 0.05},
     {"better": "radial", "worse": "untrained_network", "metric": "fine_MAP", "margin": 0.05},
+    {"better": "radial", "worse": "triplet", "metric": "fine_MAP", "margin": 0.05},
+    {"better": "quadlet", "worse": "triplet", "metric": "fine_MAP", "margin": 0.05},
+    {"better": "quadruplet1", "worse": "triplet", "metric": "fine_MAP", "margin": 0.05},
+    {"better": "quadruplet2a", "worse": "triplet", "metric": "fine_MAP", "margin": 0.0},
+    {"better": "quadruplet1", "worse": "quadruplet2a", "metric": "fine_MAP", "margin": 0.0},
 ]
 
 

@@ -28,7 +28,7 @@ def _script(name: str):
     return module
 
 
-@pytest.mark.parametrize("name", ["hapvr", "tca", "autossvh"])
+@pytest.mark.parametrize("name", ["hapvr", "tca", "autossvh", "radial"])
 def test_stored_claims_hold_and_match_the_script(name):
     sweep = json.loads((ROOT / "book" / "data" / f"{name}_sweeps.json").read_text())
     assert sweep["claims"] == _script(name).CLAIMS            # the file states what the script declares
