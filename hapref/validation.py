@@ -154,3 +154,67 @@ def check_scores_relevance(scores: object, relevance: object, ignore: object = N
     if ignore is not None:
         ignore = check_binary(ignore, "ignore", scores.shape).to(scores.device)
     return scores, relevance, ignore
+
+
+def check_flags(x: object, name: str, shape: tuple[int, ...] | torch.Size | None = None,
+                broadcast_to: tuple[int, ...] | torch.Size | None = None, meaning: str = "True = a real frame") -> Tensor:
+    """Return ``x`` as a bool tensor: flags must be bool or hold only 0/1 (a float 0.5 is refused, not read as True).
+
+    ``shape`` demands that exact shape; ``broadcast_to`` only that ``x`` broadcasts to it. The message names the
+    argument, the expected form and ``meaning``. Not a tensor (or NumPy array) -> ``TypeError``; otherwise ``ValueError``.
+
+    Examples:
+        >>> check_flags(torch.tensor([1.0, 0.0]), "valid", shape=(2,))
+        tensor([ True, False])
+        >>> check_flags(torch.tensor([0.5, 1.0]), "valid", shape=(2,))
+        Traceback (most recent call last):
+        ...
+        ValueError: valid must be bool flags (True = a real frame) or hold only 0/1, got torch.float32 values such as 0.5
+        >>> check_flags(torch.ones(3, dtype=torch.bool), "x_valid", shape=(2, 3))
+        Traceback (most recent call last):
+        ...
+        ValueError: x_valid must be bool flags (True = a real frame) of shape [2, 3], got shape [3]
+    """
+    x = as_tensor(x)
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a bool torch.Tensor ({meaning}), got {type(x).__name__}")
+    if shape is not None and tuple(x.shape) != tuple(shape):
+        raise ValueError(f"{name} must be bool flags ({meaning}) of shape {list(shape)}, got shape {list(x.shape)}")
+    if broadcast_to is not None:
+        try:
+            torch.broadcast_shapes(tuple(x.shape), tuple(broadcast_to))
+            fits = len(x.shape) <= len(broadcast_to) and all(
+                a in (1, b) for a, b in zip(reversed(x.shape), reversed(tuple(broadcast_to))))
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"{name} must be bool flags ({meaning}) broadcastable to {list(broadcast_to)}, "
+                             f"got shape {list(x.shape)}")
+    if x.dtype == torch.bool:
+        return x
+    if x.is_complex() or not ((x == 0) | (x == 1)).all():
+        bad = x[~((x == 0) | (x == 1))]
+        example = f" such as {bad.flatten()[0].item():g}" if bad.numel() and not x.is_complex() else ""
+        raise ValueError(f"{name} must be bool flags ({meaning}) or hold only 0/1, got {x.dtype} values{example}")
+    return x.bool()
+
+
+def check_rate(k: object, name: str) -> float:
+    """``k`` as a float if it is a real number in [0, 1] (a fraction of the entries, not a count), else raise.
+
+    Examples:
+        >>> check_rate(0.1, "k")
+        0.1
+        >>> check_rate(3.0, "spatial_k")
+        Traceback (most recent call last):
+        ...
+        ValueError: spatial_k must be a rate in [0, 1] (the fraction of entries averaged; 0 = the maximum), got 3.0
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, float)) and not (isinstance(k, (Tensor, np.generic))
+                                                                       and getattr(k, "ndim", 1) == 0):
+        raise TypeError(f"{name} must be a rate in [0, 1] (a float), got {type(k).__name__}")
+    value = float(k)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a rate in [0, 1] (the fraction of entries averaged; 0 = the maximum), "
+                         f"got {k!r}")
+    return value

@@ -318,6 +318,8 @@ def read_svd(path: str | os.PathLike) -> dict[str, dict[str, int]]:
         if len(fields) != 3 or fields[2] not in ("0", "1"):
             raise _fail(path, f"line {number} must be 'query.mp4 candidate.mp4 0|1', got {line!r}")
         pairs.setdefault(fields[0].removesuffix(".mp4"), {})[fields[1].removesuffix(".mp4")] = int(fields[2])
+    if not pairs:  # an empty (or truncated-to-nothing) download would otherwise give empty annotations
+        raise _fail(path, "holds no 'query.mp4 candidate.mp4 0|1' line (empty file)")
     return pairs
 
 
@@ -504,6 +506,9 @@ class HDF5Features(Dataset):
     def __init__(self, path: str | os.PathLike, ids: Sequence[str] | None = None, min_len: int = 4) -> None:
         import h5py
         self.path, self.min_len = str(path), min_len
+        if os.path.isfile(self.path) and not h5py.is_hdf5(self.path):
+            raise ValueError(f"path {self.path} is not an HDF5 file (expected per-video feature datasets, e.g. "
+                             f"written by python -m hapref.features)")
         with h5py.File(self.path, "r") as f:
             if ids is None:
                 found: list[str] = []

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from hapref.similarity.pairwise import l2_normalize
 from hapref.validation import check_float_tensor, renamed_keywords
 
 __all__ = ["LOSS_WEIGHTS", "AutoSSVHWeights", "autossvh_loss", "component_vote", "dcl_loss", "frame_reconstruction",
@@ -83,7 +84,7 @@ def _pair_similarity(b1: Tensor, b2: Tensor, temperature: float) -> tuple[Tensor
         raise ValueError(f"b2 must have the shape of b1 {tuple(b1.shape)}, got {tuple(b2.shape)}")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
-    z = F.normalize(torch.cat([b1, b2.to(b1.dtype)]), dim=-1)
+    z = l2_normalize(torch.cat([b1, b2.to(b1.dtype)]))  # a zero code: cosine 0, finite gradient
     n = b1.shape[0]
     partner = torch.cat([torch.arange(n, 2 * n), torch.arange(n)]).to(b1.device)
     return z @ z.T / temperature, partner
@@ -241,7 +242,7 @@ def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, temperature: fl
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if codes.shape[0] == 0:
         return codes.sum()
-    logits = F.normalize(codes, dim=-1) @ F.normalize(centres.to(codes.dtype), dim=-1).T / temperature
+    logits = l2_normalize(codes) @ l2_normalize(centres.to(codes.dtype)).T / temperature
     return F.cross_entropy(logits, assigned.to(codes.device))
 
 

@@ -14,12 +14,15 @@ import torch
 from torch import Tensor, nn
 
 from hapref.losses.memory_bank import MemoryBankCircle, MemoryBankInfoNCE
+from hapref.utils import at_least_float32
+from hapref.validation import check_float_tensor
 
 
 def similarity_gradients(loss: nn.Module, sims: Tensor) -> tuple[Tensor, Tensor]:
     """Analytic ``(∂L/∂s_p [B], ∂L/∂s_n [B, M])`` of a loss over ``sims [B, 1 + M]`` (TCA Eq. 5 generalised).
 
-    The loss is the mean over rows (``reduction="mean"``) or their sum (``"sum"``).
+    The loss is the mean over rows (``reduction="mean"``) or their sum (``"sum"``). ``sims`` are finite floats;
+    half precision is computed in, and returned as, float32 (Circle's logits overflow float16 at |s| ≈ 1e4).
 
     Examples:
         >>> from hapref.losses import MemoryBankInfoNCE
@@ -30,8 +33,9 @@ def similarity_gradients(loss: nn.Module, sims: Tensor) -> tuple[Tensor, Tensor]
         >>> torch.allclose(torch.cat([g_pos, g_neg[0]]), sims.grad[0])  # matches autograd
         True
     """
+    sims = at_least_float32(check_float_tensor(sims, "sims", ndim=2, finite=True))
     if isinstance(loss, MemoryBankInfoNCE):
-        slope = torch.full_like(sims, 1.0 / loss.temperature)
+        slope = None
     elif isinstance(loss, MemoryBankCircle) and not loss.released:
         m = loss.margin
         slope = loss.scale * torch.cat([(1 + m - sims[:, :1]).clamp_min(0), (sims[:, 1:] + m).clamp_min(0)], dim=1)
@@ -40,6 +44,8 @@ def similarity_gradients(loss: nn.Module, sims: Tensor) -> tuple[Tensor, Tensor]
                          f"got {type(loss).__name__}")
     if loss.reduction == "none":
         raise ValueError("loss must reduce its rows (reduction 'mean' or 'sum'), got reduction='none'")
+    if slope is None:
+        slope = torch.full_like(sims, 1.0 / loss.temperature)
     sigma = torch.softmax(loss.logits(sims), dim=1)
     grads = torch.cat([-(1 - sigma[:, :1]), sigma[:, 1:]], dim=1) * slope
     if loss.reduction == "mean":
@@ -49,7 +55,8 @@ def similarity_gradients(loss: nn.Module, sims: Tensor) -> tuple[Tensor, Tensor]
 
 def anchor_gradient(loss: nn.Module, anchor: Tensor, positive: Tensor, negatives: Tensor) -> Tensor:
     """Analytic ``∂L/∂w_a [D]`` (TCA Eq. 6) for one unnormalised anchor ``w_a [D]``, a unit ``positive [D]``
-    and unit ``negatives [M, D]``.
+    and unit ``negatives [M, D]``. The gradient through the normalisation is undefined at a zero anchor
+    (``ValueError``); half precision is computed in, and returned as, float32.
 
     Examples:
         >>> from hapref.losses import MemoryBankInfoNCE
@@ -58,11 +65,21 @@ def anchor_gradient(loss: nn.Module, anchor: Tensor, positive: Tensor, negatives
         >>> g  # orthogonal to the anchor: the normalisation removes the radial part
         tensor([ 0.0000, -4.9998])
     """
-    z = anchor / anchor.norm()
+    anchor = at_least_float32(check_float_tensor(anchor, "anchor", ndim=1, finite=True))
+    positive = check_float_tensor(positive, "positive", ndim=1, finite=True).to(anchor.dtype)
+    negatives = check_float_tensor(negatives, "negatives", ndim=2, finite=True).to(anchor.dtype)
+    if positive.shape[0] != anchor.shape[0] or negatives.shape[1] != anchor.shape[0]:
+        raise ValueError(f"positive must be [D={anchor.shape[0]}] and negatives [M, D={anchor.shape[0]}], got "
+                         f"{tuple(positive.shape)} and {tuple(negatives.shape)}")
+    norm = anchor.norm()
+    if not norm > 0:
+        raise ValueError("anchor must be a non-zero vector: the gradient through its L2 normalisation (Eq. 6) "
+                         "is undefined at 0")
+    z = anchor / norm
     keys = torch.cat([positive.unsqueeze(0), negatives])
     g_pos, g_neg = similarity_gradients(loss, (keys @ z).unsqueeze(0))
     grad_z = torch.cat([g_pos, g_neg[0]]) @ keys
-    return (grad_z - z * (z @ grad_z)) / anchor.norm()
+    return (grad_z - z * (z @ grad_z)) / norm
 
 
 def negative_weights(loss: nn.Module, s_neg: Tensor, s_pos: float = 0.5, background: int = 0,
@@ -71,6 +88,7 @@ def negative_weights(loss: nn.Module, s_neg: Tensor, s_pos: float = 0.5, backgro
 
     Each value of ``s_neg`` is one probe negative in its own row beside a positive at ``s_pos`` and
     ``background`` further negatives at ``s_background``; the B=1 gradient scale is used for every row.
+    ``s_neg`` is a finite ``[R]`` float tensor; half precision is computed in, and returned as, float32.
 
     Examples:
         >>> from hapref.losses import MemoryBankInfoNCE
@@ -78,6 +96,7 @@ def negative_weights(loss: nn.Module, s_neg: Tensor, s_pos: float = 0.5, backgro
         >>> w[0].item(), bool(w[2] > w[1] > 0)  # an opposite negative pushes nothing (Eq. 7)
         (0.0, True)
     """
+    s_neg = at_least_float32(check_float_tensor(s_neg, "s_neg", ndim=1, finite=True))
     rows = s_neg.shape[0]
     sims = torch.cat([torch.full((rows, 1), s_pos, dtype=s_neg.dtype), s_neg.unsqueeze(1),
                       torch.full((rows, background), s_background, dtype=s_neg.dtype)], dim=1)

@@ -10,9 +10,9 @@ pair with itself left out of its own ranking (the query is not a candidate for i
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
+from hapref.similarity.pairwise import l2_normalize
 from hapref.validation import as_tensor, check_float_tensor
 
 __all__ = ["EmbeddingLoss", "embedding_batch"]
@@ -69,7 +69,8 @@ def embedding_batch(embeddings: Tensor, labels: Tensor, ref_embeddings: Tensor |
 
     Returns:
         ``(scores, relevance, ignore)``: scores ``[N, M]`` (float32 for half-precision input, whose
-        normalisation would underflow, else the input dtype), relevance ``[N, M]`` bool, ignore ``[N, N]``
+        normalisation would underflow, else the input dtype; a zero embedding scores 0 with a finite gradient,
+        see :func:`hapref.similarity.l2_normalize`), relevance ``[N, M]`` bool, ignore ``[N, N]``
         bool with the diagonal set (None with ``ref_embeddings`` or ``keep_self``).
 
     Examples:
@@ -97,10 +98,10 @@ def embedding_batch(embeddings: Tensor, labels: Tensor, ref_embeddings: Tensor |
         if ref.shape[1] != embeddings.shape[1]:
             raise ValueError(f"ref_embeddings must be [M, D={embeddings.shape[1]}], got {tuple(ref.shape)}")
         ref_lab = _labels(ref_labels, "ref_labels", ref.shape[0], embeddings.device)
-    # float32 for half precision: the normalisation's epsilon (1e-12) is 0 in float16.
+    # float32 for half precision (the normalisation's epsilon is 0 in float16); zero rows score 0 with a
+    # bounded gradient (hapref.similarity.l2_normalize).
     work = torch.promote_types(embeddings.dtype, torch.float32)
-    scores = F.normalize(embeddings.to(work), dim=-1) @ F.normalize(ref.to(device=embeddings.device, dtype=work),
-                                                                   dim=-1).T
+    scores = l2_normalize(embeddings.to(work)) @ l2_normalize(ref.to(device=embeddings.device, dtype=work)).T
     relevance = labels[:, None] == ref_lab[None, :]
     if ref_embeddings is not None or keep_self:
         return scores, relevance, None

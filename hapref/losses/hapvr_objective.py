@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from hapref.losses.infonce import InfoNCE
 from hapref.losses.pseudo_labels import frame_pseudo_labels
 from hapref.losses.sshn import SSHN
+from hapref.utils import at_least_float32
 from hapref.validation import check_binary, check_float_tensor
 
 ScoreLoss = Callable[..., Tensor]  # any ranking loss(scores [Q, M], relevance [Q, M], ignore=None) -> scalar
@@ -44,6 +45,9 @@ def frame_level_ap_loss(frame_similarity: Tensor, positive: Tensor, negative: Te
     ``frame_similarity [A, B, Ti, Tj]`` are the student's frame similarities, ``positive``/``negative``
     the Eq. 14 labels of the same shape (other frames are ignored), ``video_relevance [A, B]`` picks
     the video pairs the loss is averaged over (relevant pairs, self pairs included, as the released code).
+    The similarities must be finite and no frame pair may be both positive and negative (``ValueError``
+    naming the argument). Without a relevant video pair the loss is a zero on the graph, float32 for
+    half-precision similarities (the dtype ``ap_loss`` gives them).
 
     Examples:
         >>> from hapref.losses import QuadLinearAP, frame_pseudo_labels
@@ -53,12 +57,17 @@ def frame_level_ap_loss(frame_similarity: Tensor, positive: Tensor, negative: Te
         >>> loss.shape, 0 <= loss.item() <= 1
         (torch.Size([]), True)
     """
-    frame_similarity = check_float_tensor(frame_similarity, "frame_similarity", ndim=4)
+    frame_similarity = check_float_tensor(frame_similarity, "frame_similarity", ndim=4, finite=True)
     positive = check_binary(positive, "positive", frame_similarity.shape)
     negative = check_binary(negative, "negative", frame_similarity.shape)
+    overlap = positive & negative
+    if overlap.any():
+        raise ValueError(f"positive and negative must be disjoint (each frame pair a positive, a negative or "
+                         f"neither), got {int(overlap.sum())} pair(s) flagged both, e.g. at index "
+                         f"{tuple(overlap.nonzero()[0].tolist())}")
     video_relevance = check_binary(video_relevance, "video_relevance", frame_similarity.shape[:2])
-    if not video_relevance.any():
-        return frame_similarity.sum() * 0
+    if not video_relevance.any():  # a zero on the graph (x * 0 first: a half-precision sum could overflow)
+        return (at_least_float32(frame_similarity) * 0).sum()
     t = frame_similarity.shape[-1]
     scores = frame_similarity[video_relevance].reshape(-1, t)
     pos, neg = positive[video_relevance].reshape(-1, t), negative[video_relevance].reshape(-1, t)

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hapref.losses._base import RankingLoss
+from hapref.utils import at_least_float32
 
 
 def histogram_ap(scores: Tensor, positive: Tensor, negative: Tensor, centres: Tensor) -> Tensor:
@@ -15,7 +16,9 @@ def histogram_ap(scores: Tensor, positive: Tensor, negative: Tensor, centres: Te
     Scores are clamped to the range of ``centres`` (descending, equally spaced) and split between
     the two nearest centres by triangular kernels. With h⁺_b, h_b the positive / total mass of bin b
     and H⁺_b, H_b their running sums from the top bin: ``AP = Σ_b (H⁺_b / H_b) · (h⁺_b / |P|)``.
-    ``scores`` float [Q, M], ``positive``/``negative`` bool [Q, M], ``centres`` [B] descending.
+    ``scores`` float [Q, M], ``positive``/``negative`` bool [Q, M], ``centres`` [B] descending. Half-precision
+    scores are computed in, and give, float32; the AP is clamped at 1 (centres rounded to float16 are not
+    exactly equally spaced, and their kernels then sum to slightly more than 1).
 
     Examples:
         >>> centres = torch.linspace(1, 0, 3)
@@ -23,6 +26,8 @@ def histogram_ap(scores: Tensor, positive: Tensor, negative: Tensor, centres: Te
         ...              torch.tensor([[False, True, False]]), centres)  # exact AP when scores sit on the centres
         tensor([0.8333])
     """
+    scores = at_least_float32(scores)
+    centres = centres.to(device=scores.device, dtype=scores.dtype)
     width = centres[0] - centres[1]
     clamped = scores.clamp(min=centres[-1].item(), max=centres[0].item())
     kernel = F.relu(1 - (clamped.unsqueeze(-1) - centres).abs() / width)  # [Q, M, B]
@@ -30,7 +35,7 @@ def histogram_ap(scores: Tensor, positive: Tensor, negative: Tensor, centres: Te
     h_pos = torch.einsum("qmb,qm->qb", kernel, pos_w)
     h_all = torch.einsum("qmb,qm->qb", kernel, all_w)
     precision = h_pos.cumsum(dim=1) / h_all.cumsum(dim=1).clamp(min=torch.finfo(scores.dtype).tiny)
-    return (precision * h_pos).sum(dim=1) / pos_w.sum(dim=1)
+    return ((precision * h_pos).sum(dim=1) / pos_w.sum(dim=1)).clamp(max=1.0)
 
 
 def _centres(score_range: tuple[float, float], count: int) -> Tensor:

@@ -8,8 +8,10 @@ TCA §3.4 compares an anchor with one positive and many negatives kept from earl
 released run (the released TCA code, https://github.com/xwen99/temporal_context_aggregation) uses MoCo with momentum 0, i.e. the keys are the current encoder's
 detached embeddings; the similarities are computed against the bank *before* the batch's keys are
 enqueued. Both losses take the same similarity layout: ``sims [B, 1 + M]`` with the positive in column 0
-and M negatives after it, plus an optional ``valid [B, M]`` flags (False = not a negative for that row,
-e.g. a bank entry of the anchor's own clip). Every loss returns the mean over the rows, their sum with
+and M negatives after it, plus optional ``ignore [B, M]`` flags (True = not a negative for that row,
+e.g. a bank entry of the anchor's own clip; the keyword every loss takes) or their complement ``valid [B, M]``
+(what :func:`contrastive_similarities` returns; the second positional argument). ``mask=`` raises a
+``TypeError`` naming ``ignore``. Every loss returns the mean over the rows, their sum with
 ``reduction="sum"``, or the per-row values ``[B]`` with ``reduction="none"``.
 """
 
@@ -22,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from hapref.losses._reduction import check_reduction, reduce_values
+from hapref.utils import at_least_float32
 from hapref.validation import check_float_tensor, renamed_keywords
 
 __all__ = ["MemoryBank", "contrastive_similarities", "MemoryBankInfoNCE", "MemoryBankCircle", "HardestTripletLoss",
@@ -168,24 +171,33 @@ def contrastive_similarities(query: Tensor, positive: Tensor, bank: MemoryBank |
     return torch.cat([pos, torch.cat(neg, dim=1)], dim=1), valid
 
 
-def _check_sims(sims: Tensor, valid: Tensor | None) -> Tensor:
+def _check_sims(sims: Tensor, valid: Tensor | None, ignore: Tensor | None = None) -> Tensor:
+    """Which entries of ``sims [B, 1 + M]`` take part, ``[B, 1 + M]`` bool, from ``valid`` or ``ignore`` ``[B, M]``.
+
+    ``ignore`` (True = not a negative of that row) is the keyword every loss takes; ``valid`` is its complement,
+    the flags :func:`contrastive_similarities` returns (passed positionally by the TCA trainer). One or neither.
+    """
     check_float_tensor(sims, "sims", ndim=2, finite=True)
     if sims.shape[1] < 1:
         raise ValueError(f"sims must have shape [B, 1 + M] (positive in column 0), got {tuple(sims.shape)}")
     full = torch.ones_like(sims, dtype=torch.bool)
-    if valid is None:
+    if valid is not None and ignore is not None:
+        raise ValueError("give ignore (True = not a negative of that row) or valid (its complement), not both")
+    name, flags = ("ignore", ignore) if ignore is not None else ("valid", valid)
+    if flags is None:
         return full
-    if not isinstance(valid, Tensor) or valid.dtype != torch.bool or valid.shape != (sims.shape[0], sims.shape[1] - 1):
-        raise ValueError(f"valid must be a bool tensor of shape [{sims.shape[0]}, {sims.shape[1] - 1}], got "
-                         f"{tuple(valid.shape) if isinstance(valid, Tensor) else type(valid).__name__}")
-    full[:, 1:] = valid.to(sims.device)
+    if not isinstance(flags, Tensor) or flags.dtype != torch.bool or flags.shape != (sims.shape[0], sims.shape[1] - 1):
+        raise ValueError(f"{name} must be a bool tensor of shape [{sims.shape[0]}, {sims.shape[1] - 1}] (one flag "
+                         f"per negative), got " + (f"{flags.dtype} {tuple(flags.shape)}" if isinstance(flags, Tensor)
+                                                   else type(flags).__name__))
+    full[:, 1:] = (~flags if ignore is not None else flags).to(sims.device)
     return full
 
 
 def _cross_entropy_column0(logits: Tensor, keep: Tensor, reduction: str = "mean") -> Tensor:
     """``−log softmax(logits)[:, 0]`` per row, dropped columns at −inf, reduced (an empty batch's mean is 0)."""
     if logits.shape[0] == 0:
-        return logits[:, 0] * 0.0 if reduction == "none" else logits.sum() * 0.0
+        return logits[:, 0] * 0.0 if reduction == "none" else (logits * 0.0).sum()
     logits = logits.masked_fill(~keep, -math.inf)
     return reduce_values(torch.logsumexp(logits, dim=1) - logits[:, 0], reduction)
 
@@ -227,9 +239,11 @@ class MemoryBankInfoNCE(nn.Module):
         """
         return sims / self.temperature
 
-    def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
+    @renamed_keywords(mask="ignore")
+    def forward(self, sims: Tensor, valid: Tensor | None = None, ignore: Tensor | None = None) -> Tensor:
         """Mean loss over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
-        ``valid [B, M]`` bool (False = not a negative of that row); 0-d (``[B]`` with ``reduction="none"``),
+        ``ignore [B, M]`` bool (True = not a negative of that row) or its complement ``valid [B, M]`` (False = not
+        a negative; the flags of :func:`contrastive_similarities`); 0-d (``[B]`` with ``reduction="none"``),
         float32 for half-precision input.
 
         Examples:
@@ -242,7 +256,7 @@ class MemoryBankInfoNCE(nn.Module):
             >>> MemoryBankInfoNCE(0.1, reduction="none")(sims).shape
             torch.Size([2])
         """
-        keep = _check_sims(sims, valid)
+        keep = _check_sims(sims, valid, ignore)
         sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
         return _cross_entropy_column0(self.logits(sims), keep, self.reduction)
 
@@ -260,6 +274,9 @@ class MemoryBankCircle(nn.Module):
     ``released=True`` reproduces the released code (the released TCA code, https://github.com/xwen99/temporal_context_aggregation): the positive-type α and Δ are
     written to row 0 of the logit matrix instead of column 0, so row 0 treats every entry as a positive and
     all other rows treat their positive like a negative (α = [s_p + m]_+, Δ = m).
+
+    The similarities are meant to be cosines: the gradient γ·α grows with |s|, and for float16 similarities
+    beyond |s| ≈ 1e2 it exceeds float16's range and comes back ±inf (never NaN, so a loss scaler sees it).
 
     Examples:
         >>> sims = torch.tensor([[0.9, 0.1, -0.3]])
@@ -301,9 +318,11 @@ class MemoryBankCircle(nn.Module):
         delta = torch.where(positive_type, sims.new_tensor(1 - m), sims.new_tensor(m))
         return self.scale * alpha * (sims - delta)
 
-    def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
+    @renamed_keywords(mask="ignore")
+    def forward(self, sims: Tensor, valid: Tensor | None = None, ignore: Tensor | None = None) -> Tensor:
         """Mean loss over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
-        ``valid [B, M]`` bool (False = not a negative of that row); 0-d (``[B]`` with ``reduction="none"``),
+        ``ignore [B, M]`` bool (True = not a negative of that row) or its complement ``valid [B, M]`` (False = not
+        a negative; the flags of :func:`contrastive_similarities`); 0-d (``[B]`` with ``reduction="none"``),
         float32 for half-precision input.
 
         Examples:
@@ -311,7 +330,7 @@ class MemoryBankCircle(nn.Module):
             >>> bool(MemoryBankCircle()(well_ranked) < MemoryBankCircle()(mis_ranked))
             True
         """
-        keep = _check_sims(sims, valid)
+        keep = _check_sims(sims, valid, ignore)
         sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
         return _cross_entropy_column0(self.logits(sims), keep, self.reduction)
 
@@ -338,18 +357,21 @@ class HardestTripletLoss(nn.Module):
         self.margin = margin
         self.reduction = check_reduction(reduction)
 
-    def forward(self, sims: Tensor, valid: Tensor | None = None) -> Tensor:
+    @renamed_keywords(mask="ignore")
+    def forward(self, sims: Tensor, valid: Tensor | None = None, ignore: Tensor | None = None) -> Tensor:
         """Mean hinge over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
-        ``valid [B, M]`` bool (False = not a negative of that row); 0-d (``[B]`` with ``reduction="none"``).
+        ``ignore [B, M]`` bool (True = not a negative of that row) or its complement ``valid [B, M]``; 0-d (``[B]``
+        with ``reduction="none"``), float32 for half-precision input (a zero on the graph when no row has a negative).
 
         Examples:
             >>> sims, loss = torch.tensor([[0.8, 0.75, 0.1]]), HardestTripletLoss(margin=0.1)
             >>> round(loss(sims).item(), 4), loss(sims, valid=torch.tensor([[False, True]])).item()  # 0.75 left out
             (0.05, 0.0)
         """
-        keep = _check_sims(sims, valid)
+        keep = _check_sims(sims, valid, ignore)
+        sims = at_least_float32(sims)
         if sims.shape[0] == 0 or sims.shape[1] < 2:
-            return sims[:, 0] * 0.0 if self.reduction == "none" else sims.sum() * 0.0
+            return sims[:, 0] * 0.0 if self.reduction == "none" else (sims * 0.0).sum()
         hardest = sims[:, 1:].masked_fill(~keep[:, 1:], -math.inf).amax(dim=1)
         hinge = (hardest - sims[:, 0] + self.margin).clamp_min(0)
         return reduce_values(torch.where(keep[:, 1:].any(dim=1), hinge, torch.zeros_like(hinge)), self.reduction)

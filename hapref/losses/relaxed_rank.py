@@ -8,6 +8,7 @@ from torch import Tensor
 
 from hapref.losses._base import gather_positives
 from hapref.losses.surrogates import StepSurrogate, negative_step_sum
+from hapref.utils import at_least_float32
 
 Step = Callable[[Tensor], Tensor]
 
@@ -25,7 +26,8 @@ def relaxed_rank_ap(scores: Tensor, positive: Tensor, negative: Tensor, pos_step
     With ``pos_step = neg_step = H`` and ``p = 1`` this is exact AP (Eq. 6). Only positives j are
     ranked: the positive sums use a ``[Q, P_max, P_max]`` tensor, the negative sums a ``[Q, P_max, M]``
     one reduced by a batched matrix product (fused, forward and backward, when ``neg_step`` is a
-    :class:`StepSurrogate`).
+    :class:`StepSurrogate`). Half-precision scores are computed in, and give, float32 (the negative sums
+    overflow float16 at |s| ≈ 1e4).
 
     Examples:
         >>> from hapref.losses import heaviside, quad_linear
@@ -36,6 +38,7 @@ def relaxed_rank_ap(scores: Tensor, positive: Tensor, negative: Tensor, pos_step
         >>> relaxed_rank_ap(scores, pos, neg, heaviside, lambda d: quad_linear(d, 0.18))  # QuadLinear-AP (Eq. 11)
         tensor([0.5103])
     """
+    scores = at_least_float32(scores)
     pos_scores, slot = gather_positives(scores, positive)
     slot_w = slot.to(scores.dtype)
     d_pos = pos_scores.unsqueeze(1) - pos_scores.unsqueeze(2)  # d[q, j, k] = s_qk - s_qj, j and k positive

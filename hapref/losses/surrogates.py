@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+import torch
 from torch import Tensor
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
+from hapref.utils import at_least_float32
 from hapref.validation import renamed_keywords
 
 
@@ -24,7 +26,8 @@ def heaviside(x: Tensor) -> Tensor:
 class StepSurrogate(ABC):
     """A differentiable relaxation φ of the step H for positive–negative pairs (HAP-VR Eq. 7 and Eq. 10).
 
-    Calling it gives φ(x) with autograd; :meth:`value_and_slope_` gives φ(x) and φ'(x) without autograd, which
+    Calling it gives φ(x) with autograd (half-precision ``x`` is computed in, and returned as, float32: the
+    QuadLinear line 1 + 2x/δ overflows float16 at |x| ≈ 1e4); :meth:`value_and_slope_` gives φ(x) and φ'(x) without autograd, which
     is what :func:`hapref.losses.relaxed_rank_ap` needs to fuse its largest sums (see :func:`negative_step_sum`).
 
     Examples:
@@ -55,7 +58,7 @@ class StepSurrogate(ABC):
         """
 
     def __call__(self, x: Tensor) -> Tensor:
-        return _Surrogate.apply(x, self)
+        return _Surrogate.apply(at_least_float32(x), self)
 
 
 class _Surrogate(Function):
@@ -122,7 +125,7 @@ class QuadLinearStep(StepSurrogate):
 @renamed_keywords(tau="temperature")
 def sigmoid_step(x: Tensor, temperature: float) -> Tensor:
     """G(x; τ) of HAP-VR Eq. 7 with ``temperature`` τ as a function (see :class:`SigmoidStep`); float tensor in,
-    same shape out.
+    same shape out (float32 for half precision).
 
     Examples:
         >>> sigmoid_step(torch.tensor([0.0]), temperature=0.01)
@@ -132,7 +135,8 @@ def sigmoid_step(x: Tensor, temperature: float) -> Tensor:
 
 
 def quad_linear(x: Tensor, delta: float) -> Tensor:
-    """R⁻(x; δ) of HAP-VR Eq. 10 as a function (see :class:`QuadLinearStep`); float tensor in, same shape out.
+    """R⁻(x; δ) of HAP-VR Eq. 10 as a function (see :class:`QuadLinearStep`); float tensor in, same shape out
+    (float32 for half precision).
 
     Examples:
         >>> quad_linear(torch.tensor([-0.09, 0.09]), delta=0.18)
@@ -167,10 +171,12 @@ class _NegativeStepSum(Function):
 def negative_step_sum(scores: Tensor, pos_scores: Tensor, negative: Tensor, step: StepSurrogate) -> Tensor:
     """Σ_{k ∈ N} φ(s_qk − s_qj) ``[Q, P]`` for scores ``[Q, M]``, positive scores ``[Q, P]`` and a float 0/1
     negative flags ``[Q, M]``: the negative part of rank(j) in HAP-VR Eq. 8 and Eq. 11, fused (see above).
+    Half precision is computed in, and returned as, float32 (the sums overflow float16 at |s| ≈ 1e4).
 
     Examples:
         >>> scores, negative = torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0.0, 1.0, 0.0]])
         >>> negative_step_sum(scores, torch.tensor([[0.9, 0.1]]), negative, QuadLinearStep(0.2))
         tensor([[0.2500, 8.0000]])
     """
-    return _NegativeStepSum.apply(scores, pos_scores, negative, step)
+    work = torch.promote_types(torch.promote_types(scores.dtype, pos_scores.dtype), torch.float32)
+    return _NegativeStepSum.apply(scores.to(work), pos_scores.to(work), negative.to(work), step)

@@ -241,12 +241,20 @@ class GradeNet(nn.Module):
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, tokens: Tensor) -> Tensor:
-        """[B, T, dim] embedded frame tokens -> [B, T] scores.
+        """[B, T, dim] embedded frame tokens (float) -> [B, T] scores; another shape or size is a ``ValueError``.
 
         Examples:
             >>> GradeNet(8)(torch.randn(2, 5, 8)).shape
             torch.Size([2, 5])
+            >>> GradeNet(8)(torch.randn(2, 5, 6))
+            Traceback (most recent call last):
+            ...
+            ValueError: tokens must be [B, T, dim=8] embedded frame tokens, got shape (2, 5, 6)
         """
+        tokens = check_float_tensor(tokens, "tokens", ndim=3)
+        if tokens.shape[-1] != self.norm.normalized_shape[0]:
+            raise ValueError(f"tokens must be [B, T, dim={self.norm.normalized_shape[0]}] embedded frame tokens, "
+                             f"got shape {tuple(tokens.shape)}")
         return torch.sigmoid(self.w4(self.norm(self.w2(F.gelu(self.w1(tokens)))) + tokens)).squeeze(-1)
 
 

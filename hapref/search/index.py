@@ -251,7 +251,12 @@ class HammingIndex(_IdMapped):
         """
         if not Path(path).is_file():
             raise FileNotFoundError(f"no index file at {path}")
-        index = cls._wrap(_faiss().read_index_binary(str(Path(path))))
+        try:
+            raw = _faiss().read_index_binary(str(Path(path)))
+        except RuntimeError as err:  # FAISS names neither the file nor what it expected
+            raise ValueError(f"path {path} is not a binary FAISS index written by HammingIndex.save "
+                             f"({str(err).splitlines()[-1].split(': ', 1)[-1]})") from err
+        index = cls._wrap(raw)
         index.packed = packed
         return index
 
@@ -392,4 +397,9 @@ class VectorIndex(_IdMapped):
         """
         if not Path(path).is_file():
             raise FileNotFoundError(f"no index file at {path}")
-        return cls._wrap(_faiss().read_index(str(Path(path))))
+        try:
+            raw = _faiss().read_index(str(Path(path)))
+        except RuntimeError as err:  # FAISS names neither the file nor what it expected
+            raise ValueError(f"path {path} is not a FAISS index written by VectorIndex.save "
+                             f"({str(err).splitlines()[-1].split(': ', 1)[-1]})") from err
+        return cls._wrap(raw)

@@ -18,11 +18,11 @@ from hapref.similarity.network import (
     pad_videos,
     video_similarity_matrix,
 )
-from hapref.similarity.pairwise import pairwise_cosine
+from hapref.similarity.pairwise import GRADIENT_EPS, NORMALIZE_EPS, l2_normalize, pairwise_cosine
 from hapref.similarity.products import dot_products
 
 __all__ = [
-    "MEASURES", "RegionAttention", "VideoComparator", "VideoSimilarityNetwork", "chamfer_similarity",
+    "GRADIENT_EPS", "MEASURES", "NORMALIZE_EPS", "l2_normalize", "RegionAttention", "VideoComparator", "VideoSimilarityNetwork", "chamfer_similarity",
     "dot_products", "frame_to_frame", "mean_pooled_similarity", "mean_similarity", "pad_videos", "pair_valid", "pairwise_cosine",
     "reduce_topk_chamfer", "similarity_regularization", "squash", "symmetric_chamfer", "topk_chamfer",
     "video_similarity_matrix",

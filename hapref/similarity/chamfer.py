@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from hapref.validation import check_float_tensor, renamed_keywords
+from hapref.validation import check_flags, check_float_tensor, check_rate, renamed_keywords
 
 
 def _check(sim: Tensor, valid: Tensor | None) -> Tensor | None:
@@ -23,12 +23,8 @@ def _check(sim: Tensor, valid: Tensor | None) -> Tensor | None:
                          f"got shape {tuple(sim.shape)}")
     if valid is None:
         return None
-    if not isinstance(valid, Tensor):
-        raise ValueError(f"valid must be a torch.Tensor, got {type(valid).__name__}")
-    try:
-        return valid.to(device=sim.device, dtype=torch.bool).expand_as(sim)
-    except RuntimeError as err:
-        raise ValueError(f"valid of shape {tuple(valid.shape)} must broadcast to sim {tuple(sim.shape)}") from err
+    valid = check_flags(valid, "valid", broadcast_to=sim.shape, meaning="True = a real (query, target) cell")
+    return valid.to(device=sim.device).expand_as(sim)
 
 
 @renamed_keywords(query_mask="query_valid", target_mask="target_valid")
@@ -42,9 +38,10 @@ def pair_valid(query_valid: Tensor | None, target_valid: Tensor | None) -> Tenso
         tensor([[1, 1, 0],
                 [0, 0, 0]], dtype=torch.int32)
     """
-    for name, flags in (("query_valid", query_valid), ("target_valid", target_valid)):
-        if flags is not None and not isinstance(flags, Tensor):
-            raise TypeError(f"{name} must be a bool tensor [..., frames] or None, got {type(flags).__name__}")
+    if query_valid is not None:
+        query_valid = check_flags(query_valid, "query_valid")
+    if target_valid is not None:
+        target_valid = check_flags(target_valid, "target_valid")
     if query_valid is None and target_valid is None:
         return None
     if query_valid is None:
@@ -96,12 +93,14 @@ def topk_chamfer(sim: Tensor, k: float = 0.0, valid: Tensor | None = None) -> Te
 def reduce_topk_chamfer(sim: Tensor, k: float, valid: Tensor | None = None) -> Tensor:
     """:func:`topk_chamfer` without input checks, for hot paths that built ``sim`` and ``valid`` themselves.
 
-    HAP-VR Eq. 3 and Eq. 5; ``valid`` must already have the shape of ``sim``.
+    HAP-VR Eq. 3 and Eq. 5; ``valid`` must already have the shape of ``sim``. Only ``k`` is checked (a rate in
+    [0, 1]; a Python check, no tensor scan).
 
     Examples:
         >>> reduce_topk_chamfer(torch.tensor([[0.9, 0.1], [0.2, 0.4]]), 1.0)
         tensor(0.4000)
     """
+    check_rate(k, "k")
     if valid is None:
         top = max(1, round(k * sim.shape[-1]))
         rows = sim.amax(dim=-1) if top == 1 else sim.topk(top, dim=-1).values.mean(dim=-1)
@@ -165,9 +164,7 @@ def symmetric_chamfer(sim: Tensor, valid: Tensor | None = None, k: float = 0.0) 
 def _masked_mean(x: Tensor, valid: Tensor | None, name: str) -> Tensor:
     if valid is None:
         return x.mean(dim=-2)
-    if not isinstance(valid, Tensor) or valid.shape != x.shape[:-1]:
-        raise ValueError(f"{name} must be a bool tensor of shape {tuple(x.shape[:-1])} (True = real frame), got "
-                         f"{tuple(valid.shape) if isinstance(valid, Tensor) else type(valid).__name__}")
+    valid = check_flags(valid, name, shape=x.shape[:-1])
     weights = valid.to(x.dtype).unsqueeze(-1)
     return (x * weights).sum(dim=-2) / weights.sum(dim=-2).clamp_min(1)
 

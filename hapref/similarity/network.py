@@ -16,7 +16,7 @@ from torch.utils.checkpoint import checkpoint
 
 from hapref.similarity.chamfer import pair_valid, reduce_topk_chamfer
 from hapref.similarity.comparator import VideoComparator, similarity_regularization, squash
-from hapref.validation import check_float_tensor, renamed_keywords
+from hapref.validation import check_flags, check_float_tensor, check_rate, renamed_keywords
 
 MEASURES = ("cosine", "mean", "chamfer", "symmetric_chamfer", "topk_chamfer")
 
@@ -45,18 +45,33 @@ def _as_regions(x: Tensor, name: str) -> Tensor:
     return x.unsqueeze(2) if x.ndim == 3 else x
 
 
-def _as_batch(x: Tensor, valid: Tensor | None, name: str) -> tuple[Tensor, Tensor | None, bool]:
-    """A batch ``[N, T, R, D]`` as is, or one video ``[T, R, D]`` / ``[T, D]`` as a batch of one (flag True)."""
+def _check_sizes(x: Tensor, name: str, batch: bool) -> None:
+    """At least one frame, region and feature per video (an empty batch, N = 0, is allowed)."""
+    sizes = x.shape[1:] if batch else x.shape
+    if any(s == 0 for s in sizes):
+        form = "[N, T, R, D]" if batch else "[T, R, D] (or [T, D])"
+        raise ValueError(f"{name} must hold at least one frame, region and feature per video ({form} with "
+                         f"T, R, D >= 1), got shape {tuple(x.shape)}")
+
+
+def _as_batch(x: Tensor, valid: Tensor | None, name: str,
+              valid_name: str | None = None) -> tuple[Tensor, Tensor | None, bool]:
+    """A batch ``[N, T, R, D]`` as is, or one video ``[T, R, D]`` / ``[T, D]`` as a batch of one (flag True).
+
+    ``valid`` must be 0/1 or bool flags ``[N, T]`` (``[T]`` for one video); returned as bool.
+    """
     x = check_float_tensor(x, name, ndim=None)
+    valid_name = f"{valid_name} (the valid flags of {name})" if valid_name else f"the valid flags of {name}"
     if x.ndim not in (2, 3, 4):
         raise ValueError(f"{name} must be one video [T, R, D] (or [T, D]) or a batch of videos [N, T, R, D], "
                          f"got shape {tuple(x.shape)}")
+    _check_sizes(x, name, batch=x.ndim == 4)
     if x.ndim == 4:
+        if valid is not None:
+            valid = check_flags(valid, valid_name, shape=x.shape[:2], meaning="True = a real frame, [N, T]")
         return x, valid, False
     if valid is not None:
-        if not isinstance(valid, Tensor) or valid.shape != x.shape[:1]:
-            raise ValueError(f"the valid flags of {name} must be a bool tensor [T={x.shape[0]}] for one video, got "
-                             f"{tuple(valid.shape) if isinstance(valid, Tensor) else type(valid).__name__}")
+        valid = check_flags(valid, valid_name, shape=x.shape[:1], meaning="True = a real frame, [T] for one video")
         valid = valid[None]
     return (x[None, :, None] if x.ndim == 2 else x[None]), valid, True
 
@@ -87,8 +102,9 @@ def frame_to_frame(x: Tensor, y: Tensor, spatial_k: float = 0.0, x_valid: Tensor
         >>> bool(frame_to_frame(x, x).diagonal().allclose(torch.ones(5)))  # every frame matches itself
         True
     """
-    x, x_valid, x_single = _as_batch(x, x_valid, "x")
-    y, y_valid, y_single = _as_batch(y, y_valid, "y")
+    spatial_k = check_rate(spatial_k, "spatial_k")
+    x, x_valid, x_single = _as_batch(x, x_valid, "x", "x_valid")
+    y, y_valid, y_single = _as_batch(y, y_valid, "y", "y_valid")
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"x and y must share the descriptor size D, got {x.shape[-1]} and {y.shape[-1]}")
     return _unbatch(_frame_to_frame(x, y, spatial_k, x_valid, y_valid), x_single, y_single, -3)
@@ -127,8 +143,9 @@ def video_similarity_matrix(queries: Tensor, database: Tensor, query_valid: Tens
     """
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
-    queries, query_valid, q_single = _as_batch(queries, query_valid, "queries")
-    database, database_valid, d_single = _as_batch(database, database_valid, "database")
+    k, spatial_k = check_rate(k, "k"), check_rate(spatial_k, "spatial_k")
+    queries, query_valid, q_single = _as_batch(queries, query_valid, "queries", "query_valid")
+    database, database_valid, d_single = _as_batch(database, database_valid, "database", "database_valid")
     return _unbatch(_video_similarity_matrix(queries, database, query_valid, database_valid, measure, k, spatial_k,
                                              chunk_size), q_single, d_single, -1)
 
@@ -282,6 +299,9 @@ class VideoSimilarityNetwork(nn.Module):
             torch.Size([3, 6, 1, 8])
         """
         features = _as_regions(features, "features")
+        if self.attention is not None and features.shape[-1] != self.attention.proj.in_features:
+            raise ValueError(f"features must have the descriptor size D = {self.attention.proj.in_features} of the "
+                             f"region attention (dims), got shape {tuple(features.shape)}")
         return self.attention(features) if self.attention is not None else features
 
     @renamed_keywords(x_mask="x_valid", y_mask="y_valid")
@@ -304,6 +324,14 @@ class VideoSimilarityNetwork(nn.Module):
             >>> f2f[1, 0, 4:].abs().sum().item(), f2f[0, 1, :, 4:].abs().sum().item()  # padded frames of video 1
             (0.0, 0.0)
         """
+        for name, v, flags in (("x", x, x_valid), ("y", y, y_valid)):
+            check_float_tensor(v, name, ndim=4)
+            if flags is not None:
+                check_flags(flags, f"{name}_valid", shape=v.shape[:2], meaning="True = a real frame, [N, T]")
+        if x.shape[-1] != y.shape[-1]:
+            raise ValueError(f"x and y must share the descriptor size D, got {x.shape[-1]} and {y.shape[-1]}")
+        x_valid = None if x_valid is None else check_flags(x_valid, "x_valid")
+        y_valid = None if y_valid is None else check_flags(y_valid, "y_valid")
         step = max(1, self.chunk_size // max(y.shape[0], 1))
         blocks = []
         for i in range(0, x.shape[0], step):
@@ -340,6 +368,11 @@ class VideoSimilarityNetwork(nn.Module):
             True
         """
         check_float_tensor(frame_sims, "frame_sims", ndim=None)
+        if frame_sims.ndim < 2:
+            raise ValueError(f"frame_sims must have shape [..., Tx, Ty], got {tuple(frame_sims.shape)}")
+        if valid is not None:
+            valid = check_flags(valid, "valid", broadcast_to=frame_sims.shape,
+                                meaning="True = a pair of real frames")
         return self._video_similarity(frame_sims, valid)
 
     def _video_similarity(self, frame_sims: Tensor, valid: Tensor | None,
@@ -369,6 +402,13 @@ class VideoSimilarityNetwork(nn.Module):
             >>> video_sim.shape, frame_sims.shape, reg.shape
             (torch.Size([2, 2]), torch.Size([2, 2, 8, 8]), torch.Size([]))
         """
+        features = _as_regions(features, "features")
+        if features.shape[0] == 0:
+            raise ValueError(f"features must hold at least one video [N >= 1, T, R, D], got shape "
+                             f"{tuple(features.shape)}")
+        _check_sizes(features, "features", batch=True)
+        if valid is not None:
+            valid = check_flags(valid, "valid", shape=features.shape[:2], meaning="True = a real frame, [N, T]")
         x = self.index(features)
         frame_sims = self.frame_similarity(x, x, valid, valid)
         pairs = pair_valid(None if valid is None else valid[:, None, :], None if valid is None else valid[None])
@@ -394,11 +434,11 @@ class VideoSimilarityNetwork(nn.Module):
             >>> net.score(videos[0], videos[1]).shape  # two single videos: one score
             torch.Size([])
         """
-        queries, query_valid, q_single = _as_batch(queries, query_valid, "queries")
-        database, database_valid, d_single = _as_batch(database, database_valid, "database")
+        queries, query_valid, q_single = _as_batch(queries, query_valid, "queries", "query_valid")
+        database, database_valid, d_single = _as_batch(database, database_valid, "database", "database_valid")
+        if queries.shape[-1] != database.shape[-1]:
+            raise ValueError(f"queries and database must share D, got {queries.shape[-1]} and {database.shape[-1]}")
         q, b = self.index(queries), self.index(database)
-        if q.shape[-1] != b.shape[-1]:
-            raise ValueError(f"queries and database must share D, got {q.shape[-1]} and {b.shape[-1]}")
 
         def block(qb: Tensor, bb: Tensor, qm: Tensor | None, bm: Tensor | None) -> Tensor:
             f2f = _frame_to_frame(qb, bb, self.spatial_k, qm, bm)
