@@ -43,14 +43,22 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.datasets:
         files = table[name] if args.what == "annotations" else (table[name],)
         folder = root / ("annotations" if args.what == "annotations" else f"features_{args.source}") / name
-        for path in fetch(files, folder):
-            print(f"{name}: {path}")
+        try:
+            for path in fetch(files, folder):
+                print(f"{name}: {path}")
+        except ConnectionError as err:  # network failure, stall or early end: the part is kept
+            print(f"error: {name}: {err}\nRun the same command again to resume.", file=sys.stderr)
+            return 1
+        except (ValueError, OSError) as err:  # checksum/size mismatch, unrelated file, bad archive, disk
+            print(f"error: {name}: {err}", file=sys.stderr)
+            return 1
     if args.what == "annotations":
         print(f"Every file matched its pinned SHA-256 and size. Evaluate with: python -m hapref.evaluation DATASET "
               f"--similarities FILE --root {root}")
     else:
-        print("No official checksums are published for feature files: each is complete only at the size the "
-              "server announced, and its SHA-256 is recorded in <file>.sha256.json and checked on later runs.")
+        print("UNVERIFIED: no official checksums are published for feature files. Each was checked only against "
+              "the size the server announced; its SHA-256 is recorded in <file>.sha256.json (\"verified\": false) "
+              "and checked on later runs.")
     return 0
 
 

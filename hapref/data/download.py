@@ -4,13 +4,20 @@
   complete, verified file is moved into place (``os.replace``), so a partial file never sits under the final name.
 * Complete means: the size the server announced (or the registry's size) and, where known, the SHA-256. A part
   longer than the file, a 206 response for other bytes than asked, or a file that changed between resumes
-  restarts from byte 0; a download with neither an announced size nor a known checksum is refused.
+  restarts from byte 0; a download with neither an announced size nor a known checksum is refused. A resumed
+  (206) body is as long as its ``Content-Range`` says; a 206 to a request without ``Range`` is refused (a
+  part is never stored as the whole file).
+* Every network read (at most 64 KiB) is written and flushed as it arrives, so a stall or a reset keeps the
+  bytes received; besides the per-read ``timeout``, a download slower than ``min_rate`` over ``stall_timeout``
+  seconds is stopped (the part kept for the next call).
 * Checksums: the registry pins the SHA-256 and size of every annotation file. Where none is published (feature
-  files) the SHA-256 of the first complete download is recorded next to the file (``<file>.sha256.json``,
-  ``"source": "first-download"``) and later calls verify against it; a file at the destination that hapref
-  did not download is refused, not adopted.
-* :func:`extract` unpacks tar/zip archives into a temporary folder and renames it into place, refusing
-  absolute paths, ``..`` components, links and special files.
+  files) the download is **unverified**: it is checked only against the size the server announced, and the
+  SHA-256 of the first complete download is recorded next to the file (``<file>.sha256.json``,
+  ``"source": "first-download"``, ``"verified": false``) so that later calls detect a change; a file at the
+  destination that hapref did not download is refused, not adopted.
+* :func:`extract` unpacks tar/zip archives into a temporary folder and renames it into place (with the mode
+  ``mkdir`` would give), refusing absolute paths, ``..`` components, links and special files, and naming a
+  truncated or corrupt archive.
 """
 
 from __future__ import annotations
@@ -18,20 +25,24 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import lzma
 import os
 import re
 import shutil
 import stat
 import tarfile
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from hapref.files import atomic_write_bytes
 
 _CHUNK = 1 << 20
+_READ = 1 << 16  # network reads: at most 64 KiB, written and flushed as they arrive
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -101,12 +112,16 @@ class _Restart(Exception):
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)")
 
 
-def _content_range(value: str | None) -> tuple[int, int | None] | None:
-    """(first byte, total or None) of a ``Content-Range: bytes a-b/total`` header, None if absent/unparsable."""
+def _content_range(value: str | None) -> tuple[int, int, int | None] | None:
+    """(first byte, last byte, total or None) of a ``Content-Range: bytes a-b/total`` header, None if absent or
+    unparsable (or inconsistent: b < a, or b beyond the total)."""
     match = _CONTENT_RANGE.fullmatch((value or "").strip())
     if match is None:
         return None
-    return int(match[1]), None if match[3] == "*" else int(match[3])
+    first, last, total = int(match[1]), int(match[2]), None if match[3] == "*" else int(match[3])
+    if last < first or (total is not None and last >= total):
+        return None
+    return first, last, total
 
 
 def _meta_path(part: Path) -> Path:
@@ -127,8 +142,13 @@ def _drop(part: Path) -> None:
 
 
 def _fetch(url: str, part: Path, start: int, meta: dict, dest_name: str, progress: bool, timeout: float,
-           ) -> int | None:
-    """Append the rest of ``url`` to ``part`` (from byte ``start``); returns the server's announced total size."""
+           stall_timeout: float = 60.0, min_rate: float = 10_000.0) -> int | None:
+    """Append the rest of ``url`` to ``part`` (from byte ``start``); returns the server's announced total size.
+
+    Every read (at most 64 KiB) is written and flushed at once, so a stall or reset keeps what arrived. A window
+    of ``stall_timeout`` seconds that brings fewer than ``min_rate · stall_timeout`` bytes ends the download
+    (``ConnectionError``, the part kept), however slowly the bytes keep trickling in.
+    """
     validator = meta.get("etag") or meta.get("last_modified")
     try:
         response = _open(url, start, timeout, validator)
@@ -145,11 +165,17 @@ def _fetch(url: str, part: Path, start: int, meta: dict, dest_name: str, progres
         status = response.getcode() or 200
         length = response.headers.get("Content-Length")
         etag, modified = response.headers.get("ETag"), response.headers.get("Last-Modified")
+        body_length = int(length) if length is not None else None
+        if status == 206 and start == 0:  # no Range was sent: a part must never be stored as the whole file
+            raise ConnectionError(f"download of {url} failed: the server answered 206 Partial Content (Content-Range "
+                                  f"{response.headers.get('Content-Range')!r}) to a request without Range; "
+                                  "nothing was stored")
         if start > 0 and status == 206:
             content_range = _content_range(response.headers.get("Content-Range"))
             if content_range is None or content_range[0] != start:
                 raise _Restart  # a 206 with other bytes than the ones asked for
-            total = content_range[1]
+            total = content_range[2]
+            body_length = content_range[1] - content_range[0] + 1  # Content-Range, not Content-Length, rules
             changed = (meta.get("total") is not None and total is not None and total != meta["total"]) or (
                 meta.get("etag") and etag and etag != meta["etag"])
             if changed:
@@ -163,24 +189,43 @@ def _fetch(url: str, part: Path, start: int, meta: dict, dest_name: str, progres
              "last_modified": modified, "total": total}).encode())
         received = 0
         from tqdm.auto import tqdm
+        read = getattr(response, "read1", response.read)  # read1: what has arrived, without waiting for more
         try:
             with open(part, mode) as f, tqdm(total=total, initial=start, unit="B", unit_scale=True, desc=dest_name,
                                              disable=not progress) as bar:
-                for block in iter(lambda: response.read(_CHUNK), b""):
+                window_start, window_bytes = time.monotonic(), 0
+                while True:
+                    want = _READ if body_length is None else min(_READ, body_length - received)
+                    block = read(want) if want > 0 else b""
+                    if not block:
+                        break
                     f.write(block)
+                    f.flush()
                     received += len(block)
+                    window_bytes += len(block)
                     bar.update(len(block))
-        except (OSError, http.client.HTTPException) as err:
+                    elapsed = time.monotonic() - window_start
+                    if elapsed >= stall_timeout:
+                        if window_bytes < min_rate * elapsed:
+                            raise _Stalled(f"{window_bytes} bytes in the last {elapsed:.1f} s (less than "
+                                           f"{min_rate:g} B/s)")
+                        window_start, window_bytes = time.monotonic(), 0
+        except (OSError, http.client.HTTPException, _Stalled) as err:
             raise ConnectionError(f"download of {url} stopped after {start + received} bytes ({err}); "
                                   f"{part.name} is kept and the next call resumes it") from None
-    if length is not None and received < int(length):
-        raise ConnectionError(f"download of {url} stopped after {received} of {length} bytes; "
+    if body_length is not None and received < body_length:
+        raise ConnectionError(f"download of {url} stopped after {received} of {body_length} bytes; "
                               f"{part.name} is kept and the next call resumes it")
     return total
 
 
+class _Stalled(Exception):
+    """Fewer bytes than the minimum rate arrived within the stall window."""
+
+
 def download(url: str, dest: str | os.PathLike, sha256: str | None = None, size: int | None = None,
-             progress: bool = True, timeout: float = 60.0) -> Path:
+             progress: bool = True, timeout: float = 60.0, stall_timeout: float = 60.0,
+             min_rate: float = 10_000.0) -> Path:
     """Download ``url`` to ``dest`` (resuming ``dest.part``), verify it, then move it into place. Returns ``dest``.
 
     A download becomes ``dest`` only when complete and verified: its SHA-256 and size equal ``sha256`` /
@@ -198,6 +243,8 @@ def download(url: str, dest: str | os.PathLike, sha256: str | None = None, size:
         sha256, size: the published checksum and size, when known.
         progress: show a tqdm bar.
         timeout: seconds per network operation.
+        stall_timeout, min_rate: a download that brings fewer than ``min_rate`` bytes/s over a window of
+            ``stall_timeout`` seconds is stopped (``ConnectionError``; the bytes received are kept and resumed).
 
     Returns:
         ``dest``.
@@ -232,7 +279,7 @@ def download(url: str, dest: str | os.PathLike, sha256: str | None = None, size:
             total = size  # finished earlier, verified below
             break
         try:
-            total = _fetch(url, part, start, meta, dest.name, progress, timeout)
+            total = _fetch(url, part, start, meta, dest.name, progress, timeout, stall_timeout, min_rate)
             break
         except _Restart:
             _drop(part)
@@ -279,7 +326,8 @@ def _check_existing(url: str, dest: Path, sha256: str | None, size: int | None) 
 
 
 def _write_record(dest: Path, url: str, digest: str, source: str) -> None:
-    record = {"file": dest.name, "url": url, "size": dest.stat().st_size, "sha256": digest, "source": source}
+    record = {"file": dest.name, "url": url, "size": dest.stat().st_size, "sha256": digest, "source": source,
+              "verified": source == "official"}  # first-download: only the announced size was checked
     atomic_write_bytes(_record_path(dest), (json.dumps(record, indent=1) + "\n").encode())
 
 
@@ -311,7 +359,8 @@ def extract(archive: str | os.PathLike, dest_dir: str | os.PathLike) -> Path:
 
     Everything is checked before anything is written; extraction goes to a temporary sibling folder that
     is renamed to ``dest_dir`` at the end, so ``dest_dir`` exists only when complete. An existing
-    ``dest_dir`` is returned unchanged.
+    ``dest_dir`` is returned unchanged. ``dest_dir`` gets the mode of a folder made with ``mkdir`` (0777 less the
+    umask), not the temporary folder's 0700. A truncated or corrupt archive is a ``ValueError`` naming it.
 
     Examples:
         >>> import tempfile, zipfile
@@ -325,23 +374,45 @@ def extract(archive: str | os.PathLike, dest_dir: str | os.PathLike) -> Path:
     archive, dest_dir = Path(archive), Path(dest_dir)
     if dest_dir.exists():
         return dest_dir
-    if tarfile.is_tarfile(archive):
-        opened: tarfile.TarFile | zipfile.ZipFile = tarfile.open(archive)
-    elif zipfile.is_zipfile(archive):
-        opened = zipfile.ZipFile(archive)
-    else:
-        raise ValueError(f"archive {archive} is neither a tar nor a zip file")
+    try:
+        if tarfile.is_tarfile(archive):
+            opened: tarfile.TarFile | zipfile.ZipFile = tarfile.open(archive)
+        elif zipfile.is_zipfile(archive):
+            opened = zipfile.ZipFile(archive)
+        else:
+            raise ValueError(f"archive {archive} is neither a tar nor a zip file")
+    except _CORRUPT as err:
+        raise _corrupt(archive, err) from None
     dest_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest_dir.parent, prefix=f".{dest_dir.name}.", suffix=".tmp"))
     try:
         with opened:
-            _safe_members(opened)
-            if isinstance(opened, tarfile.TarFile) and hasattr(tarfile, "data_filter"):
-                opened.extractall(tmp, filter="data")
-            else:
-                opened.extractall(tmp)
+            try:
+                _safe_members(opened)
+                if isinstance(opened, tarfile.TarFile) and hasattr(tarfile, "data_filter"):
+                    opened.extractall(tmp, filter="data")
+                else:
+                    opened.extractall(tmp)
+            except _CORRUPT as err:
+                raise _corrupt(archive, err) from None
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp made it 0700
         os.replace(tmp, dest_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dest_dir
+
+
+#: What a truncated or corrupt archive raises while it is read.
+_CORRUPT = (tarfile.ReadError, tarfile.CompressionError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError)
+
+
+def _corrupt(archive: Path, err: BaseException) -> ValueError:
+    return ValueError(f"archive {archive} is truncated or corrupt ({type(err).__name__}: {err}); nothing was "
+                      "extracted: delete it and download it again")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
