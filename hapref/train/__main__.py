@@ -56,6 +56,46 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
+def check_run_arguments(args: argparse.Namespace) -> str | None:
+    """What is wrong with the run arguments before anything is built (None when nothing is): an ``--out`` that is
+    a file or a folder of something else (a run folder already holding a run is :func:`hapref.train.fit`'s to
+    refuse without ``--resume`` / ``--force``), a device torch does not know or does not have, ``--vcdb``
+    without ``--features``.
+
+    Examples:
+        >>> import tempfile
+        >>> args = argparse.Namespace(out=None, resume=False, force=False, device="gpu", vcdb=None, features=None)
+        >>> check_run_arguments(args)
+        "--device must be cpu, cuda or cuda:N (a torch device), got 'gpu'"
+        >>> path = tempfile.NamedTemporaryFile(delete=False).name
+        >>> check_run_arguments(argparse.Namespace(**{**vars(args), "device": None, "out": path}))[:32]
+        '--out must be a run folder, but '
+    """
+    import os
+
+    import torch
+
+    if args.device is not None:
+        try:
+            device = torch.device(args.device)
+        except RuntimeError:
+            return f"--device must be cpu, cuda or cuda:N (a torch device), got {args.device!r}"
+        if device.type == "cuda" and not torch.cuda.is_available():
+            return f"--device {args.device}: CUDA is not available on this machine"
+        if device.type not in ("cpu", "cuda"):
+            return f"--device must be cpu, cuda or cuda:N, got {args.device!r}"
+    if getattr(args, "vcdb", None) is not None and getattr(args, "features", None) is None:
+        return "--vcdb supervises TCA on pre-extracted features: it needs --features FILE.hdf5"
+    if args.out is not None and os.path.exists(args.out):
+        if not os.path.isdir(args.out):
+            return f"--out must be a run folder, but {args.out} is an existing file"
+        entries = set(os.listdir(args.out))
+        if entries and not entries & {"config.json", "checkpoint.pt", "log.jsonl", "metrics.json"}:
+            return (f"--out {args.out} is a folder holding other files, not a hapref run folder; "
+                    f"give a new or empty folder")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv``, train, print the summary line; 0 on success, 2 on a usage or settings error."""
     parser = argparse.ArgumentParser(prog="python -m hapref.train", description=__doc__,
@@ -79,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         command.error(f"--loss must be one of {', '.join(pipeline.LOSSES)}; got {loss!r}")
     if (args.resume or args.force) and args.out is None:
         command.error("--resume and --force need --out")
+    problem = check_run_arguments(args)
+    if problem:
+        command.error(problem)
     try:
         overrides = parse_assignments(args.set)
         if "seed" in overrides:

@@ -86,6 +86,15 @@ class HAPVRProfile:
     dino_checkpoint: str | None = None  # teacher="dino": a local DINO ViT-S/16 file (features.load_dino_vits16)
     pooling: str = ""           # student regions: "" = auto (FrameEncoder.pooling_for), "l3imac" or "l3imac_released"
 
+    def __post_init__(self) -> None:
+        # ψ pools twice, so a training view needs 4 frames; every count must leave a batch to train on
+        minimum = {"frames": 4, "stride": 1, "view_batches": 1, "whiten_dim": 1, "batch_videos": 1, "train_clips": 1,
+                   "steps": 0, "warmup_steps": 0, "held_out": 2}
+        for name, low in minimum.items():
+            if getattr(self, name) < low:
+                why = " (ψ pools the frame matrix twice)" if name == "frames" else ""
+                raise ValueError(f"{name} must be >= {low}{why}, got {getattr(self, name)}")
+
 
 PROFILES: dict[str, HAPVRProfile] = {
     "smoke": HAPVRProfile("smoke", train_clips=8, frames=8, stride=1, view_batches=4, whiten_dim=32,
