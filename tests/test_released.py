@@ -311,3 +311,90 @@ def test_cli_refuses_incomplete_feature_modes(tmp_path: Path) -> None:
                  ["evve", "--features", "f.hdf5", "--checkpoint", str(tmp_path / "model.pth")]):
         with pytest.raises(SystemExit):
             main(argv)
+
+
+# --- checkpoints in the layout the released train.py writes (issue 22) ------------------------------------------
+
+def s2vs_train_args(weights_dims: int, **overrides: object) -> argparse.Namespace:
+    """The Namespace S2VS's train.py saves: its argparse fields (the network ones first) plus what it adds."""
+    args = dict(similarity_network="ViSiL", dims=weights_dims, attention=True, binarization=False, binary_bits=512,
+                backbone="resnet", dataset_path="data/", experiment_path="exp/ssl", workers=12, load_model=False,
+                log_step=100, use_fp16=True, dist_url="env://", augmentations="GT,FT,TT,ViV", batch_sz=64,
+                batch_sz_fe=512, iter_epochs=30000, percentage=1.0, learning_rate=5e-5, final_lr=0.1,
+                warmup_iters=1000, warmup_lr_init=0.01, weight_decay=0.01, window_sz=32, temperature=0.03,
+                lambda_parameter=3.0, r_parameter=1.0, lambda_viv=(0.3, 0.7), gpu=0, rank=0, world_size=2,
+                distributed=True, epochs=4)
+    args.update(overrides)
+    for key in [k for k, v in overrides.items() if v is None]:
+        del args[key]
+    return argparse.Namespace(**args)
+
+
+def write_s2vs_train(path: Path, weights_dims: int, seed: int = 0, ddp: bool = True, **args: object) -> dict:
+    """{'args', 'model', 'optimizer', 'global_step'} as S2VS's train.py saves it (DDP 'module.' keys)."""
+    state = released_state(weights_dims, "visil_head", seed)
+    model = {("module." + k if ddp else k): v for k, v in state.items()}
+    optimizer = {"state": {0: {"step": torch.tensor(7.0), "exp_avg": torch.zeros(3)}},
+                 "param_groups": [{"lr": 5e-5, "betas": (0.9, 0.999), "weight_decay": 0.01,
+                                   "params": list(range(len(state)))}]}
+    torch.save({"args": s2vs_train_args(weights_dims, **args), "model": model, "optimizer": optimizer,
+                "global_step": 7}, path)
+    return state
+
+
+def test_s2vs_train_checkpoint_loads_safely_and_scores_like_the_released_loop(tmp_path: Path) -> None:
+    path = tmp_path / "model.pth"
+    state = write_s2vs_train(path, 12, seed=3)
+    net = load_released_network(path, "s2vs")
+    assert (net.min_len, net.spatial_k, net.temporal_k, net.signed_scores) == (4, 0.0, 0.0, True)
+    videos = copy_videos([3, 9, 40], dims=12, seed=4)
+    expected = literal_loop(state, "visil_head", videos[:2], videos, 4, None, None)
+    assert_equal_scores(similarities(net, videos[:2], videos, progress=False), expected)
+
+
+def test_hapvr_train_checkpoint_with_its_args_loads(tmp_path: Path) -> None:
+    path = tmp_path / "model.pth"
+    write_hapvr(path, dims=12)                   # the HAP-VR train.py layout, the released run's rates
+    net = load_released_network(path, "hapvr")
+    assert (net.spatial_k, net.temporal_k, net.min_len) == (0.1, 0.03, 8)
+
+
+@pytest.mark.parametrize("source, overrides, message", [
+    ("hapvr", {}, "lack f2f_sim_module, v2v_sim_module"),            # an S2VS checkpoint read as HAP-VR
+    ("s2vs", {"attention": False}, "args.attention=False but the state dict has"),
+    ("s2vs", {"dims": 512}, "args.dims=512 but the attention weights are 12"),
+    ("s2vs", {"dims": None}, "lack dims"),
+    ("s2vs", {"similarity_network": None, "attention": None}, "lack similarity_network, attention"),
+    ("s2vs", {"binarization": True}, "binarization=True"),
+    ("s2vs", {"v2v_sim_module": "TopKChamfer"}, "contradict the S2VS network"),
+])
+def test_train_checkpoint_arguments_missing_or_contradictory_are_named(tmp_path: Path, source, overrides,
+                                                                        message) -> None:
+    path = tmp_path / "model.pth"
+    write_s2vs_train(path, 12, **overrides)
+    with pytest.raises(ValueError, match=message):
+        load_released_network(path, source)
+
+
+def test_hapvr_args_missing_a_rate_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "model.pth"
+    write_hapvr(path, dims=12)
+    checkpoint = torch.load(path, weights_only=False)
+    del checkpoint["args"].v_topk_rate
+    torch.save(checkpoint, path)
+    with pytest.raises(ValueError, match="lack v_topk_rate"):
+        load_released_network(path, "hapvr")
+
+
+def test_checkpoint_with_other_globals_is_refused_without_running_them(tmp_path: Path, capsys) -> None:
+    import collections
+
+    from hapref.evaluation.__main__ import main
+    path = tmp_path / "model.pth"
+    torch.save({"model": released_state(8, "visil_head"), "extra": collections.OrderedDict(a=Path("x"))}, path)
+    with pytest.raises(ValueError, match=r"pickles pathlib\.\w*Path.*argparse\.Namespace") as err:
+        load_released_network(path, "s2vs")
+    assert "weights_only" not in str(err.value)
+    with pytest.raises(SystemExit):
+        main(["evve", "--features", str(path), "--released", "s2vs", "--checkpoint", str(path)])
+    assert "weights_only" not in capsys.readouterr().err

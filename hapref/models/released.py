@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -56,35 +57,70 @@ def released_state_dict(state: dict[str, Tensor]) -> dict[str, Tensor]:
     return out
 
 
+#: Arguments of the released ``train.py`` that fix the network, per source (S2VS: gkordo/s2vs ``train.py``;
+#: HAP-VR adds the region / temporal similarity modules). A checkpoint holding ``args`` must have all of them.
+REQUIRED_ARGS: dict[str, tuple[str, ...]] = {
+    "s2vs": ("similarity_network", "dims", "attention", "binarization"),
+    "hapvr": ("similarity_network", "dims", "attention", "binarization", "f2f_sim_module", "v2v_sim_module"),
+}
+
+
 def _load(path: Path, source: str) -> dict:
+    """``torch.load(weights_only=True)`` with only ``argparse.Namespace`` allowed besides plain values (the
+    ``args`` the released ``train.py`` saves); anything else is refused with the global it names."""
     try:
-        if source == "hapvr":
-            with torch.serialization.safe_globals([argparse.Namespace]):
-                return torch.load(path, map_location="cpu", weights_only=True)
-        return torch.load(path, map_location="cpu", weights_only=True)
+        with torch.serialization.safe_globals([argparse.Namespace]):
+            return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # an unpickling error names the disallowed global
-        raise ValueError(f"path {str(path)!r} is not a released {source} checkpoint loadable with "
-                         f"weights_only=True: {err}") from err
+        found = re.search(r"GLOBAL ([\w.]+)", str(err)) or re.search(r"global ['\"]?([\w.]+)", str(err))
+        what = (f"it pickles {found.group(1)}, which hapref does not unpickle (only tensors, plain values and "
+                "argparse.Namespace)" if found else f"it cannot be read safely ({type(err).__name__}: "
+                f"{str(err).splitlines()[0] if str(err) else ''})")
+        raise ValueError(f"{path} is not a released {source} checkpoint: {what}") from None
 
 
-def _hapvr_settings(args: object) -> dict:
-    """Network settings from HAP-VR's stored training command line (an argparse Namespace)."""
+def _arguments(args: object, source: str, path: Path) -> dict:
+    """The saved training arguments as a dict; every field of :data:`REQUIRED_ARGS` must be there."""
     if not isinstance(args, argparse.Namespace):
-        raise ValueError(f"a HAP-VR checkpoint must hold 'args' as an argparse.Namespace, got {type(args).__name__}")
-    get = vars(args).get
-    if get("similarity_network", "ViSiL") != "ViSiL":
-        raise ValueError(f"args.similarity_network must be 'ViSiL', got {get('similarity_network')!r}")
+        raise ValueError(f"{path}: 'args' must be an argparse.Namespace (what the released train.py saves), "
+                         f"got {type(args).__name__}")
+    values = vars(args)
+    missing = [name for name in REQUIRED_ARGS[source] if name not in values]
+    if source == "hapvr":
+        missing += [rate for module, rate in (("f2f_sim_module", "f_topk_rate"), ("v2v_sim_module", "v_topk_rate"))
+                    if values.get(module) == "TopKChamfer" and rate not in values]
+    if missing:
+        hint = (" (an S2VS train.py checkpoint? load it with source='s2vs' / --released s2vs)"
+                if source == "hapvr" and {"f2f_sim_module", "v2v_sim_module"} & set(missing) else "")
+        raise ValueError(f"{path}: the saved args lack {', '.join(missing)}, needed to build the {source} network; "
+                         f"hapref fills in no defaults{hint}")
+    if values["similarity_network"] != "ViSiL":
+        raise ValueError(f"{path}: args.similarity_network must be 'ViSiL', got {values['similarity_network']!r}")
     for flag in ("binarization", "mlp", "batch_norm", "symmetric", "attention_norm"):
-        if get(flag, False):
-            raise ValueError(f"args.{flag}=True is not supported (only the released configuration with "
+        if values.get(flag, False):
+            raise ValueError(f"{path}: args.{flag}=True is not supported (only the released configuration with "
                              f"{flag}=False is)")
-    modules = {name: get(name, "TopKChamfer") for name in ("f2f_sim_module", "v2v_sim_module")}
+    return values
+
+
+def _s2vs_settings(values: dict, path: Path) -> None:
+    """An S2VS checkpoint's args must not ask for HAP-VR's TopK modules (they would be ignored)."""
+    topk = {name: values[name] for name in ("f2f_sim_module", "v2v_sim_module")
+            if name in values and values[name] != "Chamfer"}
+    if topk:
+        raise ValueError(f"{path}: args {', '.join(f'{k}={v!r}' for k, v in topk.items())} contradict the S2VS "
+                         "network (Chamfer at both levels): a HAP-VR checkpoint? load it with source='hapvr'")
+
+
+def _hapvr_settings(values: dict) -> dict:
+    """Network settings from HAP-VR's stored training arguments (checked by :func:`_arguments`)."""
+    modules = {name: values[name] for name in ("f2f_sim_module", "v2v_sim_module")}
     for name, module in modules.items():
         if module not in _MODULES:
             raise ValueError(f"args.{name} must be one of {_MODULES}, got {module!r}")
-    rate = {"f2f_sim_module": float(get("f_topk_rate", 0.1)), "v2v_sim_module": float(get("v_topk_rate", 0.1))}
-    k = {name: (rate[name] if modules[name] == "TopKChamfer" else 0.0) for name in modules}
-    return {"dims": int(get("dims", 512)), "attention": bool(get("attention", False)),
+    rate = {"f2f_sim_module": "f_topk_rate", "v2v_sim_module": "v_topk_rate"}
+    k = {name: (float(values[rate[name]]) if modules[name] == "TopKChamfer" else 0.0) for name in modules}
+    return {"dims": int(values["dims"]), "attention": bool(values["attention"]),
             "spatial_k": k["f2f_sim_module"], "temporal_k": k["v2v_sim_module"]}
 
 
@@ -93,12 +129,18 @@ def load_released_network(path: str | os.PathLike, source: str) -> VideoSimilari
 
     ``source``:
 
-    - ``"s2vs"``: ``{'model': state_dict}`` (``s2vs_dns.pth`` / ``s2vs_vcdb.pth``): attention when its
-      keys are present, Chamfer over regions and over ψ's output, minimum length 4;
+    - ``"s2vs"``: ``{'model': state_dict}`` (``s2vs_dns.pth`` / ``s2vs_vcdb.pth``), or what S2VS's
+      ``train.py`` saves (``{'args', 'model', 'optimizer', 'global_step'}``, its ``args`` checked against
+      the weights): attention when its keys are present, Chamfer over regions and over ψ's output, minimum
+      length 4;
     - ``"hapvr"``: ``{'model', 'args', 'optimizer', 'global_step'}`` (``ckpt/model.pth``): dims, attention
       and the region / temporal modules (``'Chamfer'`` or ``'TopKChamfer'`` at ``f_topk_rate`` /
-      ``v_topk_rate``) read from ``args`` (an ``argparse.Namespace``, allow-listed for
-      ``torch.load(..., weights_only=True)``), minimum length 8.
+      ``v_topk_rate``) read from ``args``, minimum length 8.
+
+    Loading is ``torch.load(..., weights_only=True)`` with only ``argparse.Namespace`` allow-listed. The
+    architecture comes from the saved arguments: one of :data:`REQUIRED_ARGS` missing, or contradicting the
+    weights (``attention``, ``dims``) or the source (an S2VS checkpoint with TopK modules), is a ValueError
+    naming it; no default is filled in.
 
     The network scores like the released ``calculate_video_similarity``: floor-mode ψ and
     ``hardtanh`` in [−1, 1] (``signed_scores=True``). Score databases with
@@ -134,16 +176,23 @@ def load_released_network(path: str | os.PathLike, source: str) -> VideoSimilari
                          f"got {type(checkpoint).__name__} with keys {keys}")
     state = released_state_dict(checkpoint["model"])
     has_attention = "attention.proj.weight" in state
+    stored_dims = state["attention.proj.weight"].shape[1] if has_attention else None
+    if source == "hapvr" and "args" not in checkpoint:
+        raise ValueError(f"{path} has no 'args': not a HAP-VR checkpoint (use source='s2vs' for {{'model': ...}})")
+    values = _arguments(checkpoint["args"], source, path) if "args" in checkpoint else None
     if source == "hapvr":
-        if "args" not in checkpoint:
-            raise ValueError(f"{path} has no 'args': not a HAP-VR checkpoint (use source='s2vs' for {{'model': ...}})")
-        settings = _hapvr_settings(checkpoint["args"])
-        if settings["attention"] != has_attention:
-            raise ValueError(f"args.attention={settings['attention']} but the state dict "
-                             f"{'has' if has_attention else 'lacks'} attention weights")
+        settings = _hapvr_settings(values)
     else:
-        dims = state["attention.proj.weight"].shape[0] if has_attention else None
-        settings = {"dims": dims, "attention": has_attention, "spatial_k": 0.0, "temporal_k": 0.0}
+        if values is not None:
+            _s2vs_settings(values, path)
+        settings = {"dims": stored_dims, "attention": has_attention, "spatial_k": 0.0, "temporal_k": 0.0}
+    if values is not None:
+        if bool(values["attention"]) != has_attention:
+            raise ValueError(f"{path}: args.attention={values['attention']} but the state dict "
+                             f"{'has' if has_attention else 'lacks'} attention weights")
+        if has_attention and int(values["dims"]) != stored_dims:
+            raise ValueError(f"{path}: args.dims={values['dims']} but the attention weights are "
+                             f"{stored_dims}-dimensional")
     net = VideoSimilarityNetwork(dims=settings["dims"], spatial_k=settings["spatial_k"],
                                  temporal_k=settings["temporal_k"], attention=settings["attention"],
                                  signed_scores=True, min_len=MIN_LEN[source])
