@@ -219,19 +219,23 @@ def test_fivr_fixture_has_the_real_quirks(fixture_root):
 
 @pytest.mark.parametrize("decimals", [None, 1])
 def test_evve_and_cc_web_match_reference_with_and_without_ties(fixture_root, decimals):
-    """EVVE's and CC_WEB_VIDEO's mAP sort stably: tied scores keep the dict order, so even ties are defined."""
+    """EVVE's and CC_WEB_VIDEO's mAP sort stably: tied scores keep the dict order, which ties="released"
+    reproduces (the default, ties="expected", agrees on tie-free scores)."""
     data = _load(fixture_root / "annotations" / "evve" / "evve.pickle")
     ann, sims = _sims("evve", fixture_root, decimals=decimals)
-    got, want = evaluate("evve", sims, fixture_root), _ref_evve(sims, set(ann.queries) | set(ann.database), data)
-    assert abs(got["EVVE_mAP"] - want["EVVE_mAP"]) < 1e-12
+    got = evaluate("evve", sims, fixture_root, ties="released")
+    want = _ref_evve(sims, set(ann.queries) | set(ann.database), data)
+    _close(got, want, 1e-12)
     if decimals is None:
-        _close(got, want)
+        _close(evaluate("evve", sims, fixture_root), want)
     available = set(ann.database[::2])  # positives shrink and unavailable targets shift later ranks
-    _close(evaluate("evve", sims, fixture_root, available) | {"EVVE_uAP": 0.0},
+    _close(evaluate("evve", sims, fixture_root, available, ties="released") | {"EVVE_uAP": 0.0},
            _ref_evve(sims, available, data) | {"EVVE_uAP": 0.0})
     cc = _load(fixture_root / "annotations" / "cc_web_video" / "cc_web_video.pickle")
     _, sims = _sims("cc_web_video", fixture_root, decimals=decimals)
-    _close(evaluate("cc_web_video", sims, fixture_root), _ref_cc_web(sims, cc), 1e-12)
+    _close(evaluate("cc_web_video", sims, fixture_root, ties="released"), _ref_cc_web(sims, cc), 1e-12)
+    if decimals is None:
+        _close(evaluate("cc_web_video", sims, fixture_root), _ref_cc_web(sims, cc), 1e-12)
 
 
 def test_targets_outside_the_annotation_count_where_released_counts_them(fixture_root):
@@ -453,3 +457,297 @@ def test_similarity_pickles_with_numpy_scalars_load_and_arrays_are_refused(tmp_p
     path.write_bytes(pickle.dumps({"q": np.array([1.0])}, protocol=protocol))  # arrays need more than scalars
     with pytest.raises(ValueError, match="sims.pk"):
         load_pickle(path)
+
+
+# ------------------------------------------------------------------------ coverage: partial results (issue 22)
+def _partial(sims: dict, keep: int, seed: int = 0, same: bool = False) -> dict:
+    """Each query scored against ``keep`` database videos drawn at random (a partial result file); ``same``:
+    the same videos for every query."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    first = list(next(iter(sims.values())))
+    fixed = sorted(rng.choice(len(first), size=min(keep, len(first)), replace=False))
+    for q, row in sims.items():
+        targets = list(row)
+        chosen = fixed if same else sorted(rng.choice(len(targets), size=min(keep, len(targets)), replace=False))
+        out[q] = {targets[i]: row[targets[i]] for i in chosen}
+    return out
+
+
+def test_partial_similarities_are_scored_against_the_whole_database(fixture_root):
+    from hapref.evaluation import CoverageWarning
+    folder = fixture_root / "annotations" / "fivr"
+    data, easy = _load(folder / "fivr.pickle"), set((folder / "fivr_easy_duplicates.txt").read_text().split())
+    ann, sims = _sims("fivr-5k", fixture_root, seed=2)
+    partial = _partial(sims, 20)
+    with pytest.warns(CoverageWarning, match="never retrieved"):
+        got = evaluate("fivr-5k", partial, fixture_root)
+    _close(got, _ref_fivr(partial, None, data, "5k", easy))          # the released default: all_db = database
+    with pytest.warns(CoverageWarning):
+        _close(evaluate("fivr-5k", partial, fixture_root, available=ann.queries + ann.database), got)
+    inflated = {k: v for k, v in evaluate("fivr-5k", sims, fixture_root).items()}
+    assert got["DSVR"] < inflated["DSVR"]
+    cov = got.coverage
+    assert (cov.queries, cov.queries_total, cov.database_total, cov.counted) == (6, 6, 81, 81)
+    assert cov.pairs < cov.pairs_total and not cov.complete and cov.basis == "protocol"
+    full = evaluate("fivr-5k", sims, fixture_root)
+    assert full.coverage.complete and full.coverage.pairs == full.coverage.pairs_total
+    # a query missing from the file is left out (the released classes skip it with a warning)
+    fewer = dict(list(sims.items())[1:])
+    with pytest.warns(CoverageWarning, match="1 of 6 queries"):
+        assert evaluate("fivr-5k", fewer, fixture_root).coverage.queries == 5
+    # EVVE and VCDB: a missing positive is a miss, as with the released default all_db
+    data = _load(fixture_root / "annotations" / "evve" / "evve.pickle")
+    ann, sims = _sims("evve", fixture_root, seed=1)
+    partial = _partial(sims, 25)
+    with pytest.warns(CoverageWarning):
+        _close(evaluate("evve", partial, fixture_root), _ref_evve(partial, set(ann.queries) | set(ann.database), data))
+    queries, positives, _ = loaders.read_vcdb(fixture_root / "annotations" / "vcdb" / "vcdb.pickle")
+    _, sims = _sims("vcdb", fixture_root)
+    partial = _partial(sims, 30)
+    all_db = set(dataset_ids("vcdb", fixture_root)[1])
+    with pytest.warns(CoverageWarning):
+        _close(evaluate("vcdb", partial, fixture_root), _ref_vcdb(partial, all_db, queries, positives))
+
+
+def test_partial_svd_pairs_are_misses(fixture_root):
+    from hapref.evaluation import CoverageWarning
+    _, sims = _sims("svd", fixture_root)
+    full = evaluate("svd", sims, fixture_root)
+    dropped = {q: {t: s for t, s in row.items() if s < max(row.values())} for q, row in sims.items()}
+    with pytest.warns(CoverageWarning, match="never retrieved"):
+        got = evaluate("svd", dropped, fixture_root)
+    assert got["mAP"] < full["mAP"] and got["uAP"] < full["uAP"]
+
+
+def test_cli_prints_coverage_and_warns_on_a_partial_file(fixture_root, tmp_path, capsys):
+    from hapref.evaluation.__main__ import main
+    folder = fixture_root / "annotations" / "fivr"
+    data, easy = _load(folder / "fivr.pickle"), set((folder / "fivr_easy_duplicates.txt").read_text().split())
+    ann, sims = _sims("fivr-5k", fixture_root, seed=2)
+    partial = _partial(sims, 20)
+    (tmp_path / "sims.pk").write_bytes(pickle.dumps(partial))
+    assert main(["FIVR-5K", "--similarities", str(tmp_path / "sims.pk"), "--root", str(fixture_root / "annotations"),
+                 "--out", str(tmp_path / "r.json")]) == 0
+    out, err = capsys.readouterr()
+    want = _ref_fivr(partial, None, data, "5k", easy)
+    assert f"{want['DSVR']:.4f}" in out and "coverage: queries 6/6" in out and "whole database" in out
+    assert "WARNING" in err and "never retrieved" in err
+    assert json.loads((tmp_path / "r.json").read_text()) == pytest.approx(want, abs=1e-9)
+    # a declared subset: --available FILE, and the report names it
+    subset = ann.queries + ann.database[::2]
+    (tmp_path / "ids.txt").write_text("\n".join(subset) + "\n")
+    assert main(["fivr-5k", "--similarities", str(tmp_path / "sims.pk"), "--root", str(fixture_root),
+                 "--available", str(tmp_path / "ids.txt")]) == 0
+    out, err = capsys.readouterr()
+    want = _ref_fivr(partial, subset, data, "5k", easy)
+    assert f"{want['DSVR']:.4f}" in out and "declared subset" in out and "--available" in out
+    # SVD without --unlabeled says which variant it scored
+    _, svd = _sims("svd", fixture_root)
+    (tmp_path / "svd.json").write_text(json.dumps(svd))
+    assert main(["svd", "--similarities", str(tmp_path / "svd.json"), "--root", str(fixture_root)]) == 0
+    out, err = capsys.readouterr()
+    assert "--unlabeled" in err and "labelled pairs only" in out
+
+
+def test_cli_features_file_lacking_videos_is_scored_against_what_it_holds(fixture_root, tmp_path, capsys):
+    from hapref.evaluation.__main__ import main
+    from hapref.evaluation.fixtures import write_features
+    features = write_features(tmp_path / "f.hdf5", "evve", fixture_root, dims=8, leave_out=20)
+    assert main(["evve", "--features", str(features), "--features-only", "--root", str(fixture_root),
+                 "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert "WARNING" in err and "database videos are counted" in err
+    assert "database videos 40/60" in out and "--features" in out and "per event" in out
+
+
+# ------------------------------------------------------------------------------------- ties (issue 22)
+def _orders(scores, relevant):
+    """Every ranking of a small list that a sort by descending score can give (each tie group permuted)."""
+    order = np.argsort(-scores, kind="stable")
+    s, r = scores[order], relevant[order]
+    groups = [list(range(len(s)))[i:j] for i, j in itertools.pairwise(
+        [0] + [k for k in range(1, len(s)) if s[k] != s[k - 1]] + [len(s)])]
+    for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
+        yield s[[k for p in perms for k in p]], r[[k for p in perms for k in p]]
+
+
+def _evve_ap(ranked_rel, n_pos):
+    """The released EVVE score_ap_from_ranks_1 on one ranking, transcribed."""
+    ap = 0.0
+    for ntp, rank in enumerate(np.flatnonzero(ranked_rel)):
+        before = 1.0 if rank == 0 else ntp / rank
+        ap += (before + (ntp + 1) / (rank + 1)) / 2.0 / n_pos
+    return ap
+
+
+def test_expected_policy_is_the_mean_over_tie_orders_for_evve_and_ranked_ap():
+    from hapref.evaluation.protocols import _group_starts, _positions_ap
+    rng = np.random.default_rng(1)
+    checked = 0
+    for _ in range(40):
+        scores = rng.integers(0, 3, size=7).astype(float)
+        relevant = rng.random(7) < 0.5
+        if not relevant.any():
+            continue
+        n_pos = int(relevant.sum()) + int(rng.integers(0, 2))
+        trapezoid, ranked = [], []
+        for s, r in _orders(scores, relevant):
+            trapezoid.append(_evve_ap(r, n_pos))
+            ranked.append(np.sum(np.cumsum(r) / np.arange(1, len(r) + 1) * r) / n_pos)
+        s = np.sort(scores)[::-1]
+        r = relevant[np.argsort(-scores, kind="stable")]
+        got = _positions_ap(_group_starts(s), s.size, np.flatnonzero(r), n_pos, trapezoid=True)
+        assert got == pytest.approx(np.mean(trapezoid), abs=1e-12)
+        assert ranked_ap(scores, relevant, n_pos) == pytest.approx(np.mean(ranked), abs=1e-12)
+        checked += 1
+    assert checked > 20
+
+
+def test_released_policy_reproduces_the_released_evaluators_on_tied_scores(fixture_root):
+    folder = fixture_root / "annotations" / "fivr"
+    data, easy = _load(folder / "fivr.pickle"), set((folder / "fivr_easy_duplicates.txt").read_text().split())
+    for seed in (0, 1):
+        _, sims = _sims("fivr-5k", fixture_root, seed=seed, decimals=1)
+        got = evaluate("fivr-5k", sims, fixture_root, ties="released")
+        _close(got, _ref_fivr(sims, None, data, "5k", easy), 1e-12)
+        assert got.ties == "released" and got.tied > 0
+        expected = evaluate("fivr-5k", sims, fixture_root)
+        assert expected.ties == "expected" and expected.tied == got.tied
+        shuffled = {q: dict(reversed(list(row.items()))) for q, row in reversed(list(sims.items()))}
+        _close(evaluate("fivr-5k", shuffled, fixture_root), expected, 1e-12)   # order-independent
+    queries, positives, _ = loaders.read_vcdb(fixture_root / "annotations" / "vcdb" / "vcdb.pickle")
+    _, sims = _sims("vcdb", fixture_root, decimals=1)
+    all_db = set(dataset_ids("vcdb", fixture_root)[1])
+    _close(evaluate("vcdb", sims, fixture_root, ties="released"), _ref_vcdb(sims, all_db, queries, positives), 1e-12)
+    lines = (fixture_root / "annotations" / "svd" / "test_groundtruth").read_text().splitlines()
+    _, sims = _sims("svd", fixture_root, decimals=1)
+    with_mp4 = {f"{q}.mp4": {f"{t}.mp4": s for t, s in row.items()} for q, row in sims.items()}
+    all_db = set(with_mp4) | {t for row in with_mp4.values() for t in row}
+    _close(evaluate("svd", with_mp4, fixture_root, ties="released"), _ref_svd(with_mp4, all_db, lines), 1e-12)
+    with pytest.raises(ValueError, match="ties"):
+        evaluate("svd", with_mp4, fixture_root, ties="sklearn")
+
+
+def test_cli_says_when_ties_were_present_and_which_policy(fixture_root, tmp_path, capsys):
+    from hapref.evaluation.__main__ import main
+    _, sims = _sims("fivr-5k", fixture_root, decimals=1)
+    (tmp_path / "s.json").write_text(json.dumps(sims))
+    assert main(["fivr-5k", "--similarities", str(tmp_path / "s.json"), "--root", str(fixture_root)]) == 0
+    out = capsys.readouterr().out
+    assert "groups of tied scores" in out and "policy 'expected'" in out
+    assert main(["fivr-5k", "--similarities", str(tmp_path / "s.json"), "--root", str(fixture_root),
+                 "--ties", "released"]) == 0
+    assert "policy 'released'" in capsys.readouterr().out
+    _, sims = _sims("fivr-5k", fixture_root)
+    (tmp_path / "s.json").write_text(json.dumps(sims))
+    assert main(["fivr-5k", "--similarities", str(tmp_path / "s.json"), "--root", str(fixture_root)]) == 0
+    assert "ties: none" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ real files (issue 22)
+@needs_real
+def test_real_fivr_5k_partial_file_prints_the_released_numbers(real_fivr, tmp_path, capsys):
+    """Each FIVR-5K query scored against 100 of the 5,000 database videos: the CLI prints what the released
+    FIVR('5k').evaluate gives on the same file, with a coverage warning."""
+    from hapref.evaluation.__main__ import main
+    data, easy = real_fivr
+    ann = loaders.load_fivr(REAL / "annotations" / "fivr" / "fivr.pickle", "5k")
+    sims = fixture_similarities(ann.queries, ann.database, ann.relevance("ISVR").numpy(), seed=0, separation=1.5)
+    partial = _partial(sims, 100, seed=0, same=True)
+    (tmp_path / "partial.pk").write_bytes(pickle.dumps(partial))
+    assert main(["fivr-5k", "--similarities", str(tmp_path / "partial.pk"), "--root", str(REAL),
+                 "--out", str(tmp_path / "r.json")]) == 0
+    out, err = capsys.readouterr()
+    want = _ref_fivr(partial, None, data, "5k", easy)
+    assert json.loads((tmp_path / "r.json").read_text()) == pytest.approx(want, abs=1e-9)
+    assert f"{want['DSVR']:.4f}" in out and "database videos" in out
+    assert "WARNING" in err and "never retrieved" in err
+    mine = {q: {t: s for t, s in row.items()} for q, row in partial.items()}   # the old, inflated reading
+    assert evaluate("fivr-5k", mine, REAL, available=set(mine) | {t for r in mine.values() for t in r})["DSVR"] \
+        > 10 * want["DSVR"]
+
+
+@needs_real
+def test_real_fivr_5k_tied_scores_released_and_expected(real_fivr):
+    data, easy = real_fivr
+    ann = loaders.load_fivr(REAL / "annotations" / "fivr" / "fivr.pickle", "5k")
+    sims = fixture_similarities(ann.queries, ann.database, ann.relevance("ISVR").numpy(), seed=0, separation=1.5,
+                                decimals=1)
+    released = evaluate("fivr-5k", sims, REAL, ties="released")
+    _close(released, _ref_fivr(sims, None, data, "5k", easy), 1e-12)
+    expected = evaluate("fivr-5k", sims, REAL)
+    assert expected.tied > 0 and abs(expected["CSVR_h"] - released["CSVR_h"]) > 1e-4
+
+
+# ------------------------------------------------------------------ --checkpoint RUN: whitening (issue 22)
+def test_cli_checkpoint_run_applies_the_runs_whitening(fixture_root, tmp_path, capsys):
+    """A whitened HAP-VR run scored through the CLI and by hand (load_run, whiten, score, evaluate): same numbers."""
+    from hapref.data.loaders import HDF5Features
+    from hapref.evaluation import similarities
+    from hapref.evaluation.__main__ import main
+    from hapref.evaluation.fixtures import write_features
+    from hapref.train import fit, load_pipeline, load_run
+    from hapref.train.runs import load_run_scorer
+
+    pipeline = load_pipeline("hapvr")
+    task, config = pipeline.build("smoke", pipeline.DEFAULT_LOSS, 0, progress=False,
+                                  overrides={"steps": "2", "checkpoint_every": "2"})
+    run = tmp_path / "run"
+    fit(task, config, out_dir=run, progress=False, run={"pipeline": "hapvr"})
+    model, record = load_run(run)
+    whitening = record["preprocess"]["whitening"]
+    assert whitening.in_dim != whitening.out_dim          # unwhitened features would not even fit the network
+    features = write_features(tmp_path / "f.hdf5", "evve", fixture_root, dims=whitening.in_dim, frames=(4, 12))
+    assert [name for name, _ in load_run_scorer(run).preprocess] == ["whitening"]
+    assert main(["evve", "--features", str(features), "--checkpoint", str(run), "--root", str(fixture_root),
+                 "--no-progress", "--out", str(tmp_path / "r.json")]) == 0
+    capsys.readouterr()
+    queries, database = dataset_ids("evve", fixture_root)
+
+    def whitened(ids):
+        return [{"id": item["id"], "frames": whitening(torch.as_tensor(item["frames"]))}
+                for item in HDF5Features(features, ids, min_len=1)]
+
+    with torch.no_grad():
+        q, db = whitened(queries), whitened(database)
+        sims = similarities(model, q, db, progress=False)
+    available = {v["id"] for v in q + db}
+    want = evaluate("evve", sims, fixture_root, available=available)
+    assert json.loads((tmp_path / "r.json").read_text()) == pytest.approx(dict(want), abs=1e-6)
+
+
+# ---------------------------------------------------------------------------- CLI details (issue 22, item 5)
+def test_cli_details_root_names_help_and_environment(fixture_root, monkeypatch):
+    from hapref.evaluation import annotation_root
+    from hapref.evaluation.__main__ import build_parser
+    from hapref.evaluation.scoring import DEFAULT_MAX_CELLS, _share_size
+    parser = build_parser()
+    assert parser.parse_args(["FIVR-200K", "--similarities", "s"]).dataset == "fivr-200k"
+    assert parser.parse_args(["CC_WEB_VIDEO", "--similarities", "s"]).dataset == "cc_web_video"
+    help_text = " ".join(parser.format_help().split())
+    assert DEFAULT_MAX_CELLS["cpu"] == 2 ** 17 and "default 2^17 on the CPU, 2^21 on CUDA" in help_text
+    _, sims = _sims("evve", fixture_root)
+    _close(evaluate("EVVE", sims, fixture_root / "annotations"), evaluate("evve", sims, fixture_root))
+    monkeypatch.delenv("HAPREF_ANNOTATIONS", raising=False)
+    monkeypatch.setenv("HAPREF_DATA", str(fixture_root))
+    assert annotation_root() == fixture_root
+    assert _share_size(list(range(7)), False) == 7 and _share_size(iter(range(7)), False) is None
+    with pytest.raises(FileNotFoundError, match="--root DIR on the command line"):
+        evaluate("evve", sims, fixture_root / "nowhere")
+
+
+def test_scoring_runs_in_inference_mode(monkeypatch):
+    import hapref.evaluation.scoring as scoring
+    from hapref.similarity import VideoSimilarityNetwork
+    net = VideoSimilarityNetwork(dims=8, attention=True, signed_scores=True).eval()
+    seen, products = [], scoring.dot_products
+
+    def spy(*args, **kwargs):
+        seen.append(torch.is_inference_mode_enabled())
+        return products(*args, **kwargs)
+
+    monkeypatch.setattr(scoring, "dot_products", spy)
+    videos = [{"id": f"v{i}", "frames": torch.nn.functional.normalize(torch.randn(6, 4, 8), dim=-1)} for i in range(2)]
+    scoring.similarities(net, videos, videos, progress=False)
+    assert seen and all(seen) and not torch.is_inference_mode_enabled()

@@ -389,3 +389,48 @@ def call(fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
 def test_bad_inputs_raise_value_error_naming_the_argument(case, name: str) -> None:  # noqa: ANN001
     with pytest.raises((ValueError, TypeError), match=name):
         case()
+
+
+# ------------------------------------------------------------------- ties= (one policy per call, issue 22)
+def _released_calculate_metric(y_true, y_score, gt_len):
+    """The released evaluators' calculate_metric, transcribed: numpy argsort reversed, cumsum precision."""
+    y = np.array(y_true)[np.argsort(y_score)[::-1]]
+    precisions = np.cumsum(y) / (np.arange(y.shape[0]) + 1)
+    return float(np.sum(precisions * y / gt_len))
+
+
+def test_ap_ties_policies_expected_released_and_grouped_default() -> None:
+    from hapref.evaluation import evaluate  # noqa: F401  (the same words as the evaluation)
+    rng = np.random.default_rng(0)
+    for _ in range(25):
+        scores = rng.integers(0, 3, size=7).astype(float)
+        relevant = rng.random(7) < 0.5
+        if not relevant.any():
+            continue
+        order = np.argsort(-scores, kind="stable")
+        s, r = scores[order], relevant[order]
+        groups = [list(range(7))[i:j] for i, j in itertools.pairwise(
+            [0] + [k for k in range(1, 7) if s[k] != s[k - 1]] + [7])]
+        values = []
+        for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
+            y = r[[k for p in perms for k in p]]
+            values.append(np.sum(np.cumsum(y) / np.arange(1, 8) * y) / y.sum())
+        t_s, t_r = torch.tensor(scores, dtype=torch.float64), torch.tensor(relevant)
+        assert float(average_precision(t_s, t_r, ties="expected")) == pytest.approx(np.mean(values), abs=1e-12)
+        assert float(average_precision(t_s, t_r, ties="released")) == pytest.approx(
+            _released_calculate_metric(relevant.astype(int), scores, relevant.sum()), abs=1e-12)
+        assert float(average_precision(t_s, t_r)) == pytest.approx(brute_ap(scores.tolist(), relevant.tolist()))
+    scores = torch.tensor(rng.integers(0, 4, size=(5, 12)), dtype=torch.float64)
+    relevance = torch.tensor(rng.random((5, 12)) < 0.4)
+    ignore = torch.eye(5, 12, dtype=torch.bool)
+    for ties in ("grouped", "expected", "released"):
+        got = mean_average_precision(scores, relevance, ignore, ties=ties)
+        rows = [ap_module.average_precision(scores[i][~ignore[i]], relevance[i][~ignore[i]], ties=ties)
+                for i in range(5) if (relevance[i] & ~ignore[i]).any()]
+        assert float(got) == pytest.approx(float(torch.stack(rows).mean()), abs=1e-12)
+    keep = ~ignore
+    pooled_s, pooled_r = scores[keep].numpy(), relevance[keep].numpy()
+    assert float(micro_average_precision(scores, relevance, ignore, ties="released")) == pytest.approx(
+        _released_calculate_metric(pooled_r.astype(int), pooled_s, pooled_r.sum()), abs=1e-12)
+    with pytest.raises(ValueError, match="ties"):
+        average_precision(scores[0], relevance[0], ties="sklearn")

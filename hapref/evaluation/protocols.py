@@ -17,23 +17,40 @@ similarities, with the same keys. The definitions:
   match counts.
 * **SVD** mAP is scikit-learn's ``average_precision_score`` over each query's labelled pairs.
 
-Ties. EVVE, CC_WEB_VIDEO and SVD's mAP define their order: EVVE and CC_WEB_VIDEO sort with Python's stable
-``sorted``, so tied targets keep the order of the query's similarity dict (the database order for a
-tensor), which :func:`evaluate` reproduces; scikit-learn groups tied scores. FIVR, VCDB and every μAP sort
-with numpy's default (unstable) ``argsort``, so their value under ties depends on the machine. hapref's
-policy there: **the expected value over all orders of the tied items**, each order equally likely. For a
-group of :math:`L` equal scores at 0-based positions :math:`f, \dots, f+L-1` holding :math:`m` relevant
-items, preceded by :math:`h` relevant items, a relevant item is equally likely at every position
-:math:`i` of the group and then has on average :math:`(i-f)\frac{m-1}{L-1}` of the other relevant items
-before it, so the group adds
+Coverage. A similarities dict is scored against the protocol's whole database, as the released dataset
+classes count it by default (``FIVR('5k').evaluate(sims)``): a video the dict lacks for a query is never
+retrieved (a relevant one is a miss), a query it lacks is left out (the released classes skip it with a
+warning). Ids outside the annotation that the dict scores count as distractors, as the released
+evaluation loop's ``all_db`` holds them. ``available=`` declares a deliberate subset instead (the videos
+whose features exist: the ``all_db`` of S2VS's ``evaluation.py``). Every result carries its
+:class:`Coverage` (queries scored / in the protocol, database videos scored / in the protocol, pairs), and
+:func:`evaluate` warns (:class:`CoverageWarning`) when it is incomplete.
 
-.. math:: \frac{1}{G}\,\frac{m}{L}\sum_{i=f}^{f+L-1}\frac{h + 1 + (i-f)\frac{m-1}{L-1}}{i+1}.
+Ties: one policy per call, ``ties=``:
 
-This is deterministic, independent of the stored order, and equal to the released value whenever that
-value is defined: on tie-free scores, and when every tied group is all relevant or all irrelevant (then
-every order gives the same AP). (:mod:`hapref.metrics` and scikit-learn instead give every relevant item of
-a group the precision at its end, which differs from every order's AP when a group holds several relevant
-items.)
+* ``"expected"`` (the default; order-independent): every AP is **the expected value over all orders of the
+  tied items**, each order equally likely, whatever order the file stores them in. For a group of
+  :math:`L` equal scores at 0-based positions :math:`f, \dots, f+L-1` holding :math:`m` relevant items,
+  preceded by :math:`h` relevant items, a relevant item is equally likely at every position :math:`i` of
+  the group and then has on average :math:`(i-f)\frac{m-1}{L-1}` of the other relevant items before it, so
+  the group adds
+
+  .. math:: \frac{1}{G}\,\frac{m}{L}\sum_{i=f}^{f+L-1}\frac{h + 1 + (i-f)\frac{m-1}{L-1}}{i+1}
+
+  to the ranked AP (EVVE's trapezoid and CC_WEB_VIDEO's walk take the same expectation of their own terms;
+  SVD's mAP takes the ranked AP's).
+* ``"released"``: the order the released evaluators use, which reproduces their numbers on tied scores:
+  FIVR, VCDB and every μAP build the list in the order of the similarities dict (μAP: FIVR the dict's
+  query order, EVVE and VCDB the annotation's) and rank it with ``numpy.argsort(scores)[::-1]`` (numpy's
+  default, unstable sort: the same numbers as the released code on the same machine and numpy); EVVE's and
+  CC_WEB_VIDEO's mAP use Python's stable ``sorted(..., reverse=True)`` (tied targets keep the dict's
+  order); SVD's mAP is scikit-learn's ``average_precision_score`` (tied scores grouped). A tensor stands
+  for the dict of its rows over :func:`dataset_ids`' database order.
+
+Both agree whenever the released value does not depend on the order: on tie-free scores, and when every
+tied group is all relevant or all irrelevant. :attr:`Results.tied` counts the groups where they can
+differ (tied scores mixing relevant and irrelevant videos). (:mod:`hapref.metrics` takes the same
+``ties=``.)
 """
 
 from __future__ import annotations
@@ -70,41 +87,144 @@ CC_WEB_POSITIVE = "ESLMV"
 
 
 def annotation_root(root: str | os.PathLike | None = None) -> Path:
-    """Where the annotation files are: ``root``, else ``$HAPREF_ANNOTATIONS``, else ``~/.cache/hapref``.
+    """Where the annotation files are: ``root``, else ``$HAPREF_ANNOTATIONS``, else ``$HAPREF_DATA`` when it
+    holds an ``annotations`` folder, else ``~/.cache/hapref``.
 
-    Files sit at ``<root>/annotations/<name>/<file>``. This root is only read; it is kept apart from
-    ``$HAPREF_DATA`` (hapref's writable cache of generated data).
+    Files sit at ``<root>/annotations/<name>/<file>``; ``root`` may also be that ``annotations`` folder itself.
+    This root is only read.
 
     Examples:
         >>> annotation_root("/data/real").as_posix()
         '/data/real'
     """
     if root is None:
-        root = os.environ.get("HAPREF_ANNOTATIONS") or Path.home() / ".cache" / "hapref"
+        root = os.environ.get("HAPREF_ANNOTATIONS")
+        data = os.environ.get("HAPREF_DATA")
+        if not root and data and (Path(data).expanduser() / "annotations").is_dir():
+            root = data
+        root = root or Path.home() / ".cache" / "hapref"
     return Path(root).expanduser()
 
 
 def _file(root: Path, name: str, filename: str) -> Path:
     path = root / "annotations" / name / filename
+    if not path.is_file() and (root / name / filename).is_file():   # root is the annotations folder itself
+        return root / name / filename
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: pass root= (or set $HAPREF_ANNOTATIONS) to the folder that "
-                                f"holds annotations/{name}/, e.g. after `python data_scripts/download.py "
-                                f"annotations {name} --root DIR`")
+        raise FileNotFoundError(f"{path} not found: the annotation root (--root DIR on the command line, root= "
+                                f"in Python, else $HAPREF_ANNOTATIONS) must hold annotations/{name}/ (or be the "
+                                f"annotations folder), e.g. after `python data_scripts/download.py annotations "
+                                f"{name} --root DIR`")
     return path
 
 
+#: Tie policies of :func:`evaluate` and :func:`ranked_ap` (see the module docstring); the first is the default.
+TIES = ("expected", "released")
+
+
+class CoverageWarning(UserWarning):
+    """An evaluation scored fewer queries, database videos or pairs than its protocol holds."""
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What an evaluation scored, against what its protocol holds.
+
+    ``queries`` of ``queries_total`` protocol queries had a list; ``database`` of ``database_total``
+    protocol database videos had at least one score; ``counted`` of them took part (all, or the declared
+    ``available`` ones); ``pairs`` of ``pairs_total`` (query, counted video) pairs (a query never counts as
+    its own target) had a score; the others count as never retrieved. ``basis``: ``"protocol"`` (the whole
+    database) or ``"available"`` (a declared subset).
+    """
+
+    queries: int
+    queries_total: int
+    database: int
+    database_total: int
+    counted: int
+    pairs: int
+    pairs_total: int
+    basis: str = "protocol"
+
+    @property
+    def complete(self) -> bool:
+        """True when every protocol query and database video was scored against every other."""
+        return (self.queries == self.queries_total and self.counted == self.database_total
+                and self.pairs == self.pairs_total)
+
+    def describe(self) -> str:
+        """One line: ``queries 50/50, database 100/5000 (counted: all 5000), pairs 5000/250000``.
+
+        Examples:
+            >>> Coverage(50, 50, 100, 5000, 5000, 5000, 249951).describe()
+            'queries 50/50, database videos 100/5000 (counted: the whole database), pairs 5000/249951'
+        """
+        counted = ("the whole database" if self.basis == "protocol" and self.counted == self.database_total
+                   else f"{self.counted} declared available")
+        return (f"queries {self.queries}/{self.queries_total}, database videos {self.database}/"
+                f"{self.database_total} (counted: {counted}), pairs {self.pairs}/{self.pairs_total}")
+
+    def warning(self) -> str | None:
+        """A warning for an incomplete evaluation (None when complete)."""
+        if self.complete:
+            return None
+        parts = []
+        if self.queries < self.queries_total:
+            parts.append(f"{self.queries_total - self.queries} of {self.queries_total} queries have no scores "
+                         "and are left out")
+        if self.counted < self.database_total:
+            parts.append(f"only {self.counted} of {self.database_total} database videos are counted "
+                         "(a declared subset: not comparable with published numbers)")
+        if self.pairs < self.pairs_total:
+            parts.append(f"{self.pairs_total - self.pairs} of {self.pairs_total} (query, database video) pairs "
+                         "have no score and count as never retrieved")
+        return "incomplete evaluation: " + "; ".join(parts) + f" [{self.describe()}]"
+
+
+class Results(dict):
+    """``{key: value}`` of :func:`evaluate` (a plain dict of floats) with what produced it.
+
+    Attributes:
+        coverage: the :class:`Coverage`.
+        ties: the tie policy used (``"expected"`` or ``"released"``).
+        tied: groups of tied scores, over every ranked list, that mix relevant and irrelevant videos (the
+            ones whose order can change a value; 0: both policies give the same numbers).
+        details: extra breakdowns: EVVE ``{"per_event": {event: mAP}}`` (the released per-event lines).
+    """
+
+    coverage: Coverage
+    ties: str = "expected"
+    tied: int = 0
+    details: dict
+
+    def __reduce__(self):  # pickles as a plain dict
+        return dict, (dict(self),)
+
+
+class _Ties:
+    """The policy of one evaluation and its count of mixed tie groups."""
+
+    def __init__(self, policy: str) -> None:
+        if policy not in TIES:
+            raise ValueError(f"ties must be one of {TIES}, got {policy!r}")
+        self.policy = policy
+        self.mixed = 0
+
+
 # ----------------------------------------------------------------------------------------------- AP primitive
-def ranked_ap(scores: np.ndarray, relevant: np.ndarray, gt_len: int) -> float:
-    r"""Non-interpolated AP of one list against ``gt_len`` relevant videos; ties: expected value over orders.
+def ranked_ap(scores: np.ndarray, relevant: np.ndarray, gt_len: int, ties: str = "expected") -> float:
+    r"""Non-interpolated AP of one list against ``gt_len`` relevant videos.
 
     :math:`\mathrm{AP} = \frac{1}{G}\sum_k P@k\,\mathrm{rel}_k` over the list sorted by descending score
-    (FIVR/VCDB/μAP of the released evaluators, HAP-VR Sec. 4.1); tied scores count with the expected value
-    over all their orders (the module's tie policy).
+    (FIVR/VCDB/μAP of the released evaluators, HAP-VR Sec. 4.1). Ties: ``"expected"`` (default,
+    order-independent): the expected value over all orders of the tied items; ``"released"``: the released
+    evaluators' order, ``numpy.argsort(scores)[::-1]`` of the list as given (module docstring).
 
     Args:
         scores: float ``[M]``.
         relevant: bool ``[M]``.
         gt_len: number of relevant videos in the ground truth (at least the relevant items in the list).
+        ties: ``"expected"`` or ``"released"``.
 
     Returns:
         AP as a Python float.
@@ -115,6 +235,7 @@ def ranked_ap(scores: np.ndarray, relevant: np.ndarray, gt_len: int) -> float:
         >>> ranked_ap(np.array([0.5, 0.5]), np.array([True, False]), gt_len=1)  # orders give 1 or 1/2
         0.75
     """
+    policy = _Ties(ties)
     scores, relevant = np.asarray(scores, dtype=np.float64), np.asarray(relevant, dtype=bool)
     if scores.shape != relevant.shape or scores.ndim != 1:
         raise ValueError(f"scores and relevant must be 1-D of equal length, got {scores.shape}, {relevant.shape}")
@@ -123,8 +244,7 @@ def ranked_ap(scores: np.ndarray, relevant: np.ndarray, gt_len: int) -> float:
     n_relevant = int(relevant.sum())
     if gt_len < n_relevant or gt_len <= 0:
         raise ValueError(f"gt_len must be positive and at least the {n_relevant} relevant items, got {gt_len}")
-    order = np.argsort(-scores, kind="stable")
-    return _sorted_ap(scores[order], relevant[order], gt_len)
+    return _Ranking(scores, policy).ap(relevant, gt_len)
 
 
 def _group_starts(s: np.ndarray) -> np.ndarray:
@@ -134,26 +254,96 @@ def _group_starts(s: np.ndarray) -> np.ndarray:
     return np.flatnonzero(is_first)
 
 
-def _positions_ap(first: np.ndarray, n: int, positions: np.ndarray, gt_len: int) -> float:
-    """AP from the 0-based sorted ``positions`` of the relevant items in a list of ``n`` whose groups of equal
-    scores start at ``first``: each group with ``m`` of its ``L`` items relevant and ``h`` relevant items ahead
-    adds ``(m/L) Σ_i (h + 1 + (i - f)(m - 1)/(L - 1)) / (i + 1)`` (the expected value over tie orders), summed in
-    closed form with ``Σ_i 1/(i+1)`` over the group. O(relevant · log groups), whatever ``n``."""
-    if positions.size == 0:
-        return 0.0
+def _groups_of(first: np.ndarray, n: int, positions: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For the tie groups (starting at ``first``, list of ``n``) holding the sorted ``positions``: their start
+    ``f``, size ``L``, relevant items ``m`` and relevant items ahead ``h``."""
     group = np.searchsorted(first, positions, side="right") - 1
     groups, h, m = np.unique(group, return_index=True, return_counts=True)
     f = first[groups]
     nxt = groups + 1
     size = np.where(nxt < first.size, first[np.minimum(nxt, first.size - 1)], n) - f
-    harmonic = 1.0 / (f + 1)  # Σ_{i=f}^{f+L-1} 1/(i+1), exact for the usual singleton groups
-    tied = np.flatnonzero(size > 1)
-    if tied.size:
-        for k in tied:
-            harmonic[k] = np.sum(1.0 / np.arange(f[k] + 1, f[k] + size[k] + 1))
+    return f, size, m, h
+
+
+def _harmonic(start: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """``Σ_{j=start}^{start+size-1} 1/j`` per group (``start`` >= 1), exact for singletons."""
+    out = 1.0 / start
+    for k in np.flatnonzero(size > 1):
+        out[k] = np.sum(1.0 / np.arange(start[k], start[k] + size[k]))
+    return out
+
+
+def _positions_ap(first: np.ndarray, n: int, positions: np.ndarray, gt_len: int, ties: _Ties | None = None,
+                  trapezoid: bool = False) -> float:
+    """AP from the 0-based sorted ``positions`` of the relevant items in a list of ``n`` whose groups of equal
+    scores start at ``first``: each group with ``m`` of its ``L`` items relevant and ``h`` relevant items ahead
+    adds ``(m/L) Σ_i (h + 1 + (i - f)(m - 1)/(L - 1)) / (i + 1)`` (the expected value over tie orders), summed in
+    closed form with ``Σ_i 1/(i+1)`` over the group. O(relevant · log groups), whatever ``n``.
+
+    ``trapezoid``: EVVE's AP instead, the mean of that term and the precision before the item, ``n_before / i``
+    (1 at ``i = 0``), also in expectation. Mixed groups (some but not all relevant) are added to ``ties``."""
+    if positions.size == 0:
+        return 0.0
+    f, size, m, h = _groups_of(first, n, positions)
+    if ties is not None:
+        ties.mixed += int(np.count_nonzero((size > 1) & (m < size)))
+    harmonic = _harmonic(f + 1, size)  # Σ_{i=f}^{f+L-1} 1/(i+1)
     slope = np.where(size > 1, (m - 1) / np.maximum(size - 1, 1), 0.0)
-    total = (m / size) * ((h + 1) * harmonic + slope * (size - (f + 1) * harmonic))
-    return float(np.sum(total) / gt_len)
+    after = (h + 1) * harmonic + slope * (size - (f + 1) * harmonic)
+    if trapezoid:  # Σ_i E[n_before]/i over i >= 1, plus 1 for i = 0
+        at_top = f == 0
+        start = np.where(at_top, 1, f)
+        count = size - at_top
+        h0 = np.where(count > 0, _harmonic(start, np.maximum(count, 1)), 0.0)
+        before = at_top + (h - f * slope) * h0 + slope * count
+        after = (after + before) / 2.0
+    return float(np.sum((m / size) * after) / gt_len)
+
+
+def _released_ap(relevant_sorted: np.ndarray, gt_len: int) -> float:
+    """The released ``calculate_metric`` on a list already in its order: Σ P@k · rel_k / gt_len."""
+    hits = np.flatnonzero(relevant_sorted)
+    return float(np.sum(np.arange(1, hits.size + 1) / (hits + 1)) / gt_len)
+
+
+class _Ranking:
+    """One list ranked under a tie policy; scores several relevance vectors against it."""
+
+    def __init__(self, scores: np.ndarray, ties: _Ties, order: np.ndarray | None = None) -> None:
+        self.ties = ties
+        if order is not None:
+            self.order = order
+        elif ties.policy == "released":
+            self.order = np.argsort(scores)[::-1]   # numpy's default kind, as the released calculate_metric
+        else:
+            self.order = np.argsort(-scores)        # any order of ties: the expected value does not depend on it
+        self.scores = scores
+        self.first = _group_starts(scores[self.order])
+        self.n = scores.size
+
+    def subset(self, mask: np.ndarray) -> _Ranking:
+        """The ranking of ``scores[mask]``: under ``"expected"`` the sorted order restricted (no new sort);
+        under ``"released"`` a new argsort of the sub-list, as the released code builds it."""
+        sub = self.scores[mask]
+        if self.ties.policy == "released":
+            return _Ranking(sub, self.ties)
+        position = np.cumsum(mask) - 1          # index of each kept item in the sub-list
+        kept = self.order[mask[self.order]]
+        return _Ranking(sub, self.ties, position[kept])
+
+    def ap(self, relevant: np.ndarray, gt_len: int) -> float:
+        """AP of ``relevant`` (in the list's own order) against ``gt_len`` relevant videos."""
+        if not hasattr(self, "rank"):          # inverse permutation: where each item lands in the ranking
+            self.rank = np.empty(self.n, dtype=np.int64)
+            self.rank[self.order] = np.arange(self.n)
+        positions = np.sort(self.rank[np.flatnonzero(relevant)])
+        if self.ties.policy == "released":
+            if positions.size:  # count the mixed groups all the same
+                f, size, m, _ = _groups_of(self.first, self.n, positions)
+                self.ties.mixed += int(np.count_nonzero((size > 1) & (m < size)))
+            return float(np.sum(np.arange(1, positions.size + 1) / (positions + 1)) / gt_len)
+        return _positions_ap(self.first, self.n, positions, gt_len, self.ties)
 
 
 def _sorted_ap(s: np.ndarray, rel: np.ndarray, gt_len: int) -> float:
@@ -226,10 +416,7 @@ def _as_lists(similarities: object, queries: list[str], database: list[str], ava
             sim_queries.append(q)
             targets.append(found)
             scores.append(values)
-        present = np.zeros(len(names), dtype=bool)  # the ids in similarities: the default available set
-        for q, t in zip(sim_queries, targets):
-            present[codes[q]] = True
-            present[t] = True
+        present = np.ones(len(names), dtype=bool)  # default: the protocol's ids and any other id scored
     else:
         matrix = _matrix(similarities, (len(queries), len(database)))
         sim_queries = list(queries)
@@ -267,7 +454,7 @@ def _matrix(similarities: object, shape: tuple[int, int]) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------ protocols
-def _fivr(lists: _Lists, fivr: loaders.FIVRFile, version: str, easy: set[str]) -> dict[str, float]:
+def _fivr(lists: _Lists, fivr: loaders.FIVRFile, version: str, easy: set[str], ties: _Ties) -> dict[str, float]:
     queries = set(fivr.queries[version])
     all_db = lists.available & lists.mask(fivr.database[version])
     easy_mask = lists.mask(easy)
@@ -280,12 +467,10 @@ def _fivr(lists: _Lists, fivr: loaders.FIVRFile, version: str, easy: set[str]) -
             continue
         qcode = lists.codes[q]
         keep = all_db[targets] & (targets != qcode)
-        t, s = targets[keep], scores[keep]
-        order = np.argsort(-s)  # any order of ties: the tie policy does not depend on it
-        t, s = t[order], s[order]
+        t, s = targets[keep], scores[keep]      # the released list: the dict's order
         hard = ~easy_mask[t]
-        s_hard = s[hard]
-        first, first_hard = _group_starts(s), _group_starts(s_hard)
+        full = _Ranking(s, ties)
+        rankings = {"": full, "_h": full.subset(hard)}
         pooled_s.append(s)
         pooled_hard.append(hard)
         labelled = fivr.labels.get(q, {})
@@ -296,23 +481,21 @@ def _fivr(lists: _Lists, fivr: loaders.FIVRFile, version: str, easy: set[str]) -
             relevant[codes] = True
             rel = relevant[t]
             pooled_rel[task].append(rel)
-            for ext, db, fst, r in (("", settings[""], first, rel), ("_h", settings["_h"], first_hard, rel[hard])):
-                gt = int(db[codes].sum())
+            for ext, r in (("", rel), ("_h", rel[hard])):
+                gt = int(settings[ext][codes].sum())
                 gt_total[task + ext] += gt
                 if gt:
-                    maps[task + ext].append(_positions_ap(fst, r.size, np.flatnonzero(r), gt))
+                    maps[task + ext].append(rankings[ext].ap(r, gt))
     results: dict[str, float] = {}
     if not pooled_s:
         raise ValueError(f"similarities contain no FIVR-{version.upper()} query")
     s = np.concatenate(pooled_s)
-    order = np.argsort(-s)
-    s = s[order]
-    hard = np.concatenate(pooled_hard)[order]
-    s_hard = s[hard]
-    first, first_hard = _group_starts(s), _group_starts(s_hard)
+    hard = np.concatenate(pooled_hard)
+    full = _Ranking(s, ties)
+    rankings = {"": full, "_h": full.subset(hard)}
     for task in FIVR_TASKS:
-        rel = np.concatenate(pooled_rel[task])[order]
-        for ext, fst, n, r in (("", first, s.size, rel), ("_h", first_hard, s_hard.size, rel[hard])):
+        rel = np.concatenate(pooled_rel[task])
+        for ext, r in (("", rel), ("_h", rel[hard])):
             values = maps[task + ext]
             if not values:
                 raise ValueError(f"no query of FIVR-{version.upper()} has a {task}{ext} relevant video among "
@@ -321,27 +504,28 @@ def _fivr(lists: _Lists, fivr: loaders.FIVRFile, version: str, easy: set[str]) -
             key = task[:-1] + "D" + ext
             if gt_total[task + ext] == 0:
                 raise ValueError(f"{key}: no relevant video among the available ones, μAP is undefined")
-            results[key] = _positions_ap(fst, n, np.flatnonzero(r), gt_total[task + ext])
+            results[key] = rankings[ext].ap(r, gt_total[task + ext])
     return {key: results[key] for key in RESULT_KEYS["fivr-5k"]}
 
 
-def _pooled_ap(pooled: list[tuple[np.ndarray, np.ndarray]], gt_len: int | None, key: str) -> float:
-    """μAP of every query's (scores, relevance) pooled into one list, ranked by descending score (stable order
-    before the tie policy of :func:`_sorted_ap`); ``gt_len`` None = the relevant pairs in the list."""
+def _pooled_ap(pooled: list[tuple[np.ndarray, np.ndarray]], gt_len: int | None, key: str, ties: _Ties) -> float:
+    """μAP of every query's (scores, relevance) pooled into one list in the given order (the released one),
+    ranked by descending score under the tie policy; ``gt_len`` None = the relevant pairs in the list."""
     s = np.concatenate([p[0] for p in pooled])
-    order = np.argsort(-s, kind="stable")
-    rel = np.concatenate([p[1] for p in pooled])[order]
+    rel = np.concatenate([p[1] for p in pooled])
     gt_len = int(rel.sum()) if gt_len is None else gt_len
     if gt_len == 0:
         raise ValueError(f"{key}: no relevant video among the available ones, μAP is undefined")
-    return _sorted_ap(s[order], rel, gt_len)
+    return _Ranking(s, ties).ap(rel, gt_len)
 
 
-def _evve(lists: _Lists, queries: list[str], events: dict[str, tuple[set, set, set]]) -> dict[str, float]:
+def _evve(lists: _Lists, queries: list[str], events: dict[str, tuple[set, set, set]], ties: _Ties
+          ) -> tuple[dict[str, float], dict[str, float]]:
     if not lists.available.any():
         raise ValueError("available must contain at least one id")
     event_of = {q: e for e, (query_set, _, _) in events.items() for q in query_set}
     aps, pooled, gt_total = [], [], 0
+    per_event: dict[str, list[float]] = {e: [] for e in events}
     by_query = dict(zip(lists.queries, zip(lists.targets, lists.scores)))
     for q in queries:
         if q not in by_query:
@@ -351,25 +535,34 @@ def _evve(lists: _Lists, queries: list[str], events: dict[str, tuple[set, set, s
         targets, scores = by_query[q]
         positives = lists.mask(events[event_of[q]][1]) & lists.available
         n_pos = int(positives.sum())
-        order = np.argsort(-scores, kind="stable")  # Python's stable sorted(..., reverse=True)
-        ranked = targets[order]
-        ranked = ranked[lists.available[ranked]]  # ranks count only available targets
-        ranks = np.flatnonzero(positives[ranked])
-        if n_pos and ranks.size:
+        keep = lists.available[targets]   # ranks count only available targets
+        t, s = targets[keep], scores[keep]
+        order = np.argsort(-s, kind="stable")  # Python's stable sorted(..., reverse=True)
+        ranks = np.flatnonzero(positives[t[order]])
+        if not n_pos or not ranks.size:
+            ap = 0.0
+        elif ties.policy == "released":
+            first = _group_starts(s[order])
+            _positions_ap(first, s.size, ranks, n_pos, ties)   # counts the mixed groups
             n = np.arange(ranks.size)
             before = np.where(ranks == 0, 1.0, n / np.maximum(ranks, 1))
-            aps.append(float(np.sum((before + (n + 1) / (ranks + 1)) / 2.0) / n_pos))
+            ap = float(np.sum((before + (n + 1) / (ranks + 1)) / 2.0) / n_pos)
         else:
-            aps.append(0.0)
-        keep = lists.available[targets]
-        pooled.append((scores[keep], positives[targets[keep]]))
+            ap = _positions_ap(_group_starts(s[order]), s.size, ranks, n_pos, ties, trapezoid=True)
+        aps.append(ap)
+        per_event[event_of[q]].append(ap)
+        pooled.append((s, positives[t]))
         gt_total += n_pos
     if not aps:
         raise ValueError("similarities contain no EVVE query")
-    return {"EVVE_mAP": float(np.mean(aps)), "EVVE_uAP": _pooled_ap(pooled, gt_total, "EVVE_uAP")}
+    counted = {e: len([q for q in query_set if q in lists.codes and lists.available[lists.codes[q]]])
+               for e, (query_set, _, _) in events.items()}
+    event_map = {e: float(np.sum(per_event[e]) / counted[e]) for e in sorted(events) if counted[e]}
+    return ({"EVVE_mAP": float(np.mean(aps)), "EVVE_uAP": _pooled_ap(pooled, gt_total, "EVVE_uAP", ties)},
+            event_map)
 
 
-def _cc_web(lists: _Lists, cc: loaders.CCWebFile) -> dict[str, float]:
+def _cc_web(lists: _Lists, cc: loaders.CCWebFile, ties: _Ties) -> dict[str, float]:
     by_query = dict(zip(lists.queries, zip(lists.targets, lists.scores)))
     # index number of every code (-1: not in the index, skipped as the released walk does)
     number = np.full(len(lists.names), -1, dtype=np.int64)
@@ -381,8 +574,10 @@ def _cc_web(lists: _Lists, cc: loaders.CCWebFile) -> dict[str, float]:
         if q not in by_query:
             continue
         targets, scores = by_query[q]
-        ranked = number[targets[np.argsort(-scores, kind="stable")]]
-        ranked = ranked[ranked >= 0]
+        order = np.argsort(-scores, kind="stable")   # Python's stable sorted(..., reverse=True)
+        ranked, ranked_s = number[targets[order]], scores[order]
+        indexed = ranked >= 0
+        ranked, ranked_s = ranked[indexed], ranked_s[indexed]
         annotated = np.array([i in labels for i in ranked.tolist()], dtype=bool)
         positive = np.array([i in labels and labels[i] in CC_WEB_POSITIVE for i in ranked.tolist()], dtype=bool)
         is_excluded = np.array([i in excluded for i in ranked.tolist()], dtype=bool)
@@ -390,47 +585,57 @@ def _cc_web(lists: _Lists, cc: loaders.CCWebFile) -> dict[str, float]:
                                        ("mAP_c", False, True), ("mAP_c_star", True, True)):
             counted = (all_videos | annotated) & ~(clean & is_excluded)
             hits = positive[counted]
-            ri = np.arange(1, hits.size + 1)
             total = sum(1 for i, label in labels.items()
                         if label in CC_WEB_POSITIVE and not (clean and i in excluded))
             if total == 0:
                 raise ValueError(f"CC_WEB_VIDEO query {q!r} has no positive video: AP is undefined")
-            results[key] += float(np.sum(np.cumsum(hits)[hits] / ri[hits])) / total
+            first = _group_starts(ranked_s[counted])
+            if ties.policy == "released":
+                _positions_ap(first, hits.size, np.flatnonzero(hits), total, ties)  # counts the mixed groups
+                results[key] += _released_ap(hits, total)
+            else:
+                results[key] += _positions_ap(first, hits.size, np.flatnonzero(hits), total, ties)
     n = len(set(cc.queries) & set(by_query))
     if n == 0:
         raise ValueError("similarities contain no CC_WEB_VIDEO query")
     return {key: value / n for key, value in results.items()}
 
 
-def _svd(lists: _Lists, pairs: dict[str, dict[str, int]], unlabeled: list[str]) -> dict[str, float]:
+def _svd(lists: _Lists, pairs: dict[str, dict[str, int]], unlabeled: list[str], ties: _Ties) -> dict[str, float]:
     from sklearn.metrics import average_precision_score
     by_query = dict(zip(lists.queries, zip(lists.targets, lists.scores)))
     extra = [v for v in dict.fromkeys(unlabeled) if v in lists.codes and lists.available[lists.codes[v]]]
-    aps, pooled = [], []
+    aps, pooled, gt_total = [], [], 0
     for q, labelled in pairs.items():
         if q not in by_query:
             continue
         targets, scores = by_query[q]
         score_of = dict(zip(targets.tolist(), scores.tolist()))
         ids = [c for c in labelled if lists.available[lists.codes[c]]] + extra
-        missing = [c for c in ids if lists.codes[c] not in score_of]
-        if missing:
-            raise ValueError(f"similarities[{q!r}] has no score for the available videos {missing[:3]} "
-                             f"({len(missing)} in all)")
         if not ids:
             continue
-        y = np.array([labelled.get(c, 0) for c in ids[:len(ids) - len(extra)]] + [0] * len(extra))
-        s = np.array([score_of[lists.codes[c]] for c in ids])
-        with warnings.catch_warnings():  # a query without positives has AP 0 (scikit-learn warns)
-            warnings.simplefilter("ignore", UserWarning)
-            aps.append(float(average_precision_score(y, s)))
+        y_all = [labelled.get(c, 0) for c in ids[:len(ids) - len(extra)]] + [0] * len(extra)
+        n_pos = sum(1 for v in y_all if v == 1)     # a positive without a score is never retrieved
+        present = [k for k, c in enumerate(ids) if lists.codes[c] in score_of]
+        y = np.array([y_all[k] for k in present], dtype=np.int64)
+        s = np.array([score_of[lists.codes[ids[k]]] for k in present], dtype=np.float64)
+        found = int((y == 1).sum())
+        gt_total += n_pos
+        ranking = _Ranking(s, ties)
+        if found == 0:
+            aps.append(0.0)   # scikit-learn's value without a positive (it warns)
+        elif ties.policy == "released":
+            ranking.ap(y == 1, n_pos)   # counts the mixed groups
+            aps.append(float(average_precision_score(y, s)) * found / n_pos)
+        else:
+            aps.append(ranking.ap(y == 1, n_pos))
         pooled.append((s, y == 1))
     if not aps:
         raise ValueError("similarities contain no SVD query with an available labelled video")
-    return {"mAP": float(np.mean(aps)), "uAP": _pooled_ap(pooled, None, "SVD uAP")}
+    return {"mAP": float(np.mean(aps)), "uAP": _pooled_ap(pooled, gt_total, "SVD uAP", ties)}
 
 
-def _vcdb(lists: _Lists, queries: list[str], positives: dict[str, set[str]]) -> dict[str, float]:
+def _vcdb(lists: _Lists, queries: list[str], positives: dict[str, set[str]], ties: _Ties) -> dict[str, float]:
     by_query = dict(zip(lists.queries, zip(lists.targets, lists.scores)))
     aps, pooled, gt_total = [], [], 0
     for q in queries:
@@ -440,15 +645,47 @@ def _vcdb(lists: _Lists, queries: list[str], positives: dict[str, set[str]]) -> 
         gt = lists.mask(positives.get(q, ())) & lists.available
         keep = lists.available[targets] & (targets != lists.codes[q])
         s, rel = scores[keep], gt[targets[keep]]
-        order = np.argsort(-s, kind="stable")
         n_gt = int(gt.sum())
         gt_total += n_gt
         if n_gt:
-            aps.append(_sorted_ap(s[order], rel[order], n_gt))
+            aps.append(_Ranking(s, ties).ap(rel, n_gt))
         pooled.append((s, rel))
     if not aps:
         raise ValueError("no VCDB query in similarities has an available copy: mAP is undefined")
-    return {"VCDB_mAP": float(np.mean(aps)), "VCDB_uAP": _pooled_ap(pooled, gt_total, "VCDB_uAP")}
+    return {"VCDB_mAP": float(np.mean(aps)), "VCDB_uAP": _pooled_ap(pooled, gt_total, "VCDB_uAP", ties)}
+
+
+def _coverage(lists: _Lists, queries: Iterable[str], database: Iterable[str], declared: bool,
+              expected: Mapping[str, Iterable[str]] | None = None) -> Coverage:
+    """Queries, database videos and pairs scored, against the protocol (``expected``: per-query targets
+    where they are not the whole database, SVD)."""
+    queries = list(dict.fromkeys(queries))
+    db_mask = lists.mask(database)
+    counted = db_mask & lists.available
+    by_query = dict(zip(lists.queries, lists.targets))
+    seen = np.zeros(len(lists.names), dtype=bool)
+    pairs = pairs_total = 0
+    n_counted = int(counted.sum())
+    for q in queries:
+        qcode = lists.codes.get(q, -1)
+        if expected is None:
+            want, n_want = counted, n_counted - int(qcode >= 0 and counted[qcode])
+        else:
+            want = lists.mask(expected.get(q, ())) & lists.available
+            if qcode >= 0:
+                want[qcode] = False
+            n_want = int(want.sum())
+        pairs_total += n_want
+        targets = by_query.get(q)
+        if targets is None:
+            continue
+        hit = targets[want[targets] & (targets != qcode)]   # a dict's targets are distinct
+        seen[hit] = True
+        pairs += int(hit.size)
+    return Coverage(queries=sum(q in by_query for q in queries), queries_total=len(queries),
+                    database=int((seen & db_mask).sum()), database_total=int(db_mask.sum()),
+                    counted=n_counted, pairs=pairs, pairs_total=pairs_total,
+                    basis="available" if declared else "protocol")
 
 
 # ---------------------------------------------------------------------------------------------------- public
@@ -499,39 +736,46 @@ def _annotations(dataset: str, root: Path, unlabeled: Iterable[str] | None = Non
 
 def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None = None,
              available: Iterable[str] | None = None, *, unlabeled: Iterable[str] | None = None,
-             ) -> dict[str, float]:
+             ties: str = "expected") -> Results:
     """Evaluate similarities with a benchmark's published protocol; returns the released evaluator's numbers.
 
     Implements the protocols of the module docstring (S2VS / HAP-VR evaluation code, mAP and μAP as in
     HAP-VR Sec. 4.1) on the annotation files at ``<root>/annotations/<name>/``.
 
     Args:
-        dataset: ``"fivr-5k"``, ``"fivr-200k"``, ``"evve"``, ``"svd"``, ``"cc_web_video"`` or ``"vcdb"``
-            (TCA's ``vcdb.pickle``: queries = its 528 core videos, positives = copy pairs, database = core
-            videos + ``negs``; S2VS's VCDB protocol on that layout).
+        dataset: ``"fivr-5k"``, ``"fivr-200k"``, ``"evve"``, ``"svd"``, ``"cc_web_video"`` or ``"vcdb"``, in
+            any case (S2VS's ``FIVR-5K`` too) (TCA's ``vcdb.pickle``: queries = its 528 core videos, positives =
+            copy pairs, database = core videos + ``negs``; S2VS's VCDB protocol on that layout).
         similarities: ``{query_id: {target_id: score}}`` (the released format; order of each inner dict =
-            order of tied targets for EVVE / CC_WEB_VIDEO), or a float tensor/array ``[Q, N]`` aligned with
+            the released order of tied targets, see ``ties``), or a float tensor/array ``[Q, N]`` aligned with
             :func:`dataset_ids` (queries x database as hapref's loader orders them). SVD ids with or without
             ``.mp4``.
-        root: the annotation root (default ``$HAPREF_ANNOTATIONS``, see :func:`annotation_root`); only read.
-        available: ids whose features exist (default: every id in ``similarities``; for a tensor, every
-            query and database video), filtered as each released evaluator does: FIVR intersects it with its
-            database, CC_WEB_VIDEO applies it only to tensors.
+        root: the annotation root (default ``$HAPREF_ANNOTATIONS``, see :func:`annotation_root`); the folder
+            holding ``annotations/`` or the ``annotations`` folder itself; only read.
+        available: a deliberate subset: the ids whose features exist (S2VS ``evaluation.py``'s ``all_db``),
+            filtered as each released evaluator does (FIVR intersects it with its database, CC_WEB_VIDEO
+            applies it only to tensors). Default: the protocol's whole database (the released classes'
+            default), plus any other id ``similarities`` scores; a video the dict lacks is never retrieved.
         unlabeled: SVD only, the unlabeled distractor ids (``unlabeled-data-id``); they join every query's
-            list as negatives.
+            list as negatives. Without them SVD is the labelled-pairs-only variant.
+        ties: ``"expected"`` (default, order-independent: the expected value over all orders of tied
+            scores) or ``"released"`` (the released evaluators' order); see the module docstring.
 
     Where the released code has no defined result, hapref chooses: a VCDB query without an available positive
-    is skipped (released: NaN), an SVD query missing from ``similarities`` is skipped (released: KeyError), and
-    a metric with no relevant available video at all raises ValueError.
+    is skipped (released: NaN), an SVD query missing from ``similarities`` is skipped (released: KeyError), an
+    SVD pair missing from it is never retrieved (released: KeyError), and a metric with no relevant available
+    video at all raises ValueError.
 
     Returns:
-        ``{key: value}`` with the released keys: FIVR ``DSVR CSVR ISVR DSVD CSVD ISVD`` and each with ``_h``
-        (``fivr_easy_duplicates.txt`` removed); EVVE ``EVVE_mAP EVVE_uAP``; CC_WEB_VIDEO ``mAP mAP_star
-        mAP_c mAP_c_star``; SVD ``mAP uAP``; VCDB ``VCDB_mAP VCDB_uAP``. Tied scores: see the module docstring.
+        :class:`Results`, a dict ``{key: value}`` with the released keys: FIVR ``DSVR CSVR ISVR DSVD CSVD
+        ISVD`` and each with ``_h`` (``fivr_easy_duplicates.txt`` removed); EVVE ``EVVE_mAP EVVE_uAP``;
+        CC_WEB_VIDEO ``mAP mAP_star mAP_c mAP_c_star``; SVD ``mAP uAP``; VCDB ``VCDB_mAP VCDB_uAP``; with
+        ``.coverage``, ``.ties``, ``.tied`` and ``.details`` (EVVE per event). Warns with
+        :class:`CoverageWarning` when the coverage is incomplete.
 
     Raises:
-        ValueError: unknown dataset, wrong tensor shape, NaN scores, a malformed annotation file (named), or
-            a metric without any relevant available video.
+        ValueError: unknown dataset or tie policy, wrong tensor shape, NaN scores, a malformed annotation
+            file (named), or a metric without any relevant available video.
         TypeError: similarities of another form.
         FileNotFoundError: the annotation file is not under ``root``.
 
@@ -542,35 +786,52 @@ def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None 
         >>> root = write_fixtures(tempfile.mkdtemp())
         >>> queries, database = dataset_ids("evve", root)
         >>> perfect = evaluate("evve", np.ones((len(queries), len(database))), root)  # every score tied
-        >>> sorted(perfect)
-        ['EVVE_mAP', 'EVVE_uAP']
+        >>> sorted(perfect), perfect.coverage.complete, perfect.tied > 0
+        (['EVVE_mAP', 'EVVE_uAP'], True, True)
     """
     dataset = _check_dataset(dataset)
+    policy = _Ties(ties)
     root = annotation_root(root)
     folder = DATASETS[dataset]
     path = _file(root, folder, ANNOTATIONS[folder][0].filename)
     unlabeled_ids = [v.removesuffix(".mp4") for v in unlabeled or ()]
+    declared = available is not None
+    details: dict = {}
     if dataset.startswith("fivr"):
         version = dataset.removeprefix("fivr-")
         fivr = loaders.read_fivr(path)
         easy = set(loaders.read_id_list(_file(root, folder, "fivr_easy_duplicates.txt")))
         lists = _as_lists(similarities, fivr.queries[version], fivr.database[version], available)
-        results = _fivr(lists, fivr, version, easy)
+        results = _fivr(lists, fivr, version, easy, policy)
+        coverage = _coverage(lists, fivr.queries[version], fivr.database[version], declared)
     elif dataset == "evve":
         queries, database, events = loaders.read_evve(path)
-        results = _evve(_as_lists(similarities, queries, database, available), queries, events)
+        lists = _as_lists(similarities, queries, database, available)
+        results, details["per_event"] = _evve(lists, queries, events, policy)
+        coverage = _coverage(lists, queries, database, declared)
     elif dataset == "cc_web_video":
         cc = loaders.read_cc_web_video(path)
-        results = _cc_web(_as_lists(similarities, cc.queries, sorted(cc.index), available), cc)
+        lists = _as_lists(similarities, cc.queries, sorted(cc.index), available)
+        results = _cc_web(lists, cc, policy)
+        coverage = _coverage(lists, cc.queries, sorted(cc.index), declared)
     elif dataset == "svd":
         pairs = loaders.read_svd(path)
         database = sorted({c for targets in pairs.values() for c in targets} | set(unlabeled_ids))
         lists = _as_lists(similarities, sorted(pairs), database, available, strip_mp4=True)
-        results = _svd(lists, pairs, unlabeled_ids)
+        results = _svd(lists, pairs, unlabeled_ids, policy)
+        coverage = _coverage(lists, sorted(pairs), database, declared,
+                             {q: [*labelled, *unlabeled_ids] for q, labelled in pairs.items()})
     else:
         queries, positives, negs = loaders.read_vcdb(path)
         database = list(dict.fromkeys([*queries, *negs]))
-        results = _vcdb(_as_lists(similarities, queries, database, available), queries, positives)
+        lists = _as_lists(similarities, queries, database, available)
+        results = _vcdb(lists, queries, positives, policy)
+        coverage = _coverage(lists, queries, database, declared)
     if any(not math.isfinite(v) for v in results.values()):  # pragma: no cover - guarded above
         raise ValueError(f"non-finite result {results}")
-    return results
+    out = Results(results)
+    out.coverage, out.ties, out.tied, out.details = coverage, policy.policy, policy.mixed, details
+    message = coverage.warning()
+    if message is not None:
+        warnings.warn(f"{dataset}: {message}", CoverageWarning, stacklevel=2)
+    return out

@@ -264,7 +264,7 @@ def _query_groups(model: VideoSimilarityNetwork, queries: list[Tensor], names: S
 DEFAULT_MAX_CELLS: dict[str, int] = {"cpu": 2 ** 17, "cuda": 2 ** 21}
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Iterable[Mapping],
                  database: Iterable[Mapping], *, device: str | torch.device | None = None, progress: bool = True,
                  max_cells: int | None = None, chunk_frames: int = CHUNK_FRAMES,
@@ -357,7 +357,7 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
             raise ValueError(f"every video must have [R, D] = {list(layout[0])} like the first one, "
                              f"got {list(frames.shape[1:])} for {vid!r}")
 
-    for item in tqdm(queries, disable=not progress, desc="queries"):
+    for item in tqdm(queries, disable=not progress, desc="queries", total=_share_size(queries, False)):
         vid, frames = _frames_of(item, "queries")
         check_layout(vid, frames)
         query_ids.append(vid)
@@ -390,7 +390,8 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
                 scores[target_id] = value
 
     order: list[tuple[int, str]] = []      # (position in the database, id) of the videos scored here
-    for position, item in tqdm(_database_share(database, distributed), disable=not progress, desc="database"):
+    for position, item in tqdm(_database_share(database, distributed), disable=not progress, desc="database",
+                               total=_share_size(database, distributed)):
         vid, frames = _frames_of(item, "database")
         check_layout(vid, frames)
         order.append((position, vid))
@@ -406,6 +407,19 @@ def similarities(model: VideoSimilarityNetwork, queries: Sequence[Mapping] | Ite
         flush()
     model.train(was_training)
     return _gather_on_main(result, query_ids, order) if distributed else result
+
+
+def _share_size(database: Iterable[Mapping], distributed: bool) -> int | None:
+    """How many videos :func:`_database_share` yields, when the database has a length (else None)."""
+    try:
+        total = len(database)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    if not distributed:
+        return total
+    rank, world = hd.get_rank(), hd.get_world_size()
+    return len(range(rank, total, world)) if not hasattr(type(database), "__getitem__") else \
+        len(hd.shard_indices(total, rank, world))
 
 
 def _database_share(database: Iterable[Mapping], distributed: bool) -> Iterable[tuple[int, Mapping]]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import NamedTuple
+
+from torch import Tensor, nn
 
 from hapref.similarity.network import VideoSimilarityNetwork
 from hapref.train.loop import CHECKPOINT, CONFIG, load_checkpoint
@@ -25,6 +28,60 @@ def _setting(config: dict, name: str) -> object | None:
     return None
 
 
+class RunScorer(NamedTuple):
+    """A run's similarity network and the preprocessing its inputs need, in order (:func:`load_run_scorer`)."""
+
+    network: VideoSimilarityNetwork
+    preprocess: tuple[tuple[str, nn.Module], ...]
+
+    def prepare(self, frames: Tensor) -> Tensor:
+        """``frames`` ``[..., D]`` passed through every preprocessing module (e.g. the PCA whitening)."""
+        for _, module in self.preprocess:
+            frames = module(frames)
+        return frames
+
+
+def load_run_scorer(run_dir: str | os.PathLike) -> RunScorer:
+    """Everything a HAP-VR run folder says its network needs to score new videos: the network (as
+    :func:`load_run_network`) and the run's preprocessing modules (``config["preprocess"]`` of
+    ``hapref.train.loop.load_run``: the PCA whitening it was trained behind), in eval mode.
+
+    ``python -m hapref.evaluation DATASET --features FILE --checkpoint RUN`` applies ``prepare`` to every
+    video's frames before scoring. A run without a recorded constructor (older runs) has no preprocessing.
+
+    Examples:
+        >>> import json, tempfile, pathlib, torch
+        >>> from hapref.models import build_hapvr_network
+        >>> run = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (run / "config.json").write_text(json.dumps({"pipeline": "hapvr"}))
+        >>> torch.save({"model": build_hapvr_network(16).state_dict(), "step": 1}, run / "checkpoint.pt")
+        >>> scorer = load_run_scorer(run)
+        >>> scorer.preprocess, scorer.prepare(torch.ones(2, 3)).shape
+        ((), torch.Size([2, 3]))
+    """
+    run = Path(run_dir)
+    config = _run_config(run)
+    if not isinstance(config.get("model"), dict):
+        return RunScorer(load_run_network(run), ())
+    from hapref.train.loop import load_run
+    model, record = load_run(run)
+    if not isinstance(model, VideoSimilarityNetwork):
+        raise ValueError(f"{run} holds a {type(model).__name__}, not a video similarity network")
+    modules = tuple((name, module.eval()) for name, module in record.get("preprocess", {}).items())
+    return RunScorer(model, modules)
+
+
+def _run_config(run: Path) -> dict:
+    """The config.json of a HAP-VR run folder (ValueError for anything else)."""
+    if not (run / CONFIG).is_file() or not (run / CHECKPOINT).is_file():
+        raise ValueError(f"run_dir must be a training run folder holding {CONFIG} and {CHECKPOINT}, got {str(run)!r}")
+    config = json.loads((run / CONFIG).read_text())
+    pipeline = config.get("pipeline", "hapvr") if isinstance(config, dict) else None
+    if pipeline != "hapvr":
+        raise ValueError(f"{run} is a {pipeline!r} run; only 'hapvr' runs train a video similarity network")
+    return config
+
+
 def load_run_network(run_dir: str | os.PathLike) -> VideoSimilarityNetwork:
     """The video similarity network trained in a HAP-VR run folder, in eval mode (HAP-VR §3.3.1, Eq. 3–5).
 
@@ -34,7 +91,8 @@ def load_run_network(run_dir: str | os.PathLike) -> VideoSimilarityNetwork:
     or, when not recorded, the pipeline's defaults (``Variant`` of ``hapref.train.hapvr``; spatial 0.1).
     Scores are in [0, 1] (hapref's training range); ψ pools in floor mode, so videos need at least 4
     frames (:func:`hapref.evaluation.similarities` tiles shorter ones). The run's own preprocessing (its
-    PCA whitening of hapref's frame features) is not applied: score features made the same way.
+    PCA whitening of hapref's frame features) is not part of the network: :func:`load_run_scorer` returns
+    both, and ``python -m hapref.evaluation --checkpoint RUN`` applies it.
 
     Examples:
         >>> import json, tempfile, pathlib, torch
@@ -47,12 +105,7 @@ def load_run_network(run_dir: str | os.PathLike) -> VideoSimilarityNetwork:
         (0.5, True, False)
     """
     run = Path(run_dir)
-    if not (run / CONFIG).is_file() or not (run / CHECKPOINT).is_file():
-        raise ValueError(f"run_dir must be a training run folder holding {CONFIG} and {CHECKPOINT}, got {str(run)!r}")
-    config = json.loads((run / CONFIG).read_text())
-    pipeline = config.get("pipeline", "hapvr") if isinstance(config, dict) else None
-    if pipeline != "hapvr":
-        raise ValueError(f"{run} is a {pipeline!r} run; only 'hapvr' runs train a video similarity network")
+    config = _run_config(run)
     if isinstance(config.get("model"), dict):
         from hapref.train.loop import load_run
         model, _ = load_run(run)
