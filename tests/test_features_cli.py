@@ -112,3 +112,24 @@ def test_bad_arguments_are_clear(tmp_path, capsys) -> None:
     assert "no inputs" in capsys.readouterr().err
     assert main(["a.mp4", "--out", str(tmp_path / "f.hdf5"), "--whitening", str(tmp_path / "none.pth"), *SMALL]) == 2
     assert "whitening must be a PCA file" in capsys.readouterr().err
+
+
+def test_scorer_names_a_checkpoint_expecting_other_dimensions(tmp_path, capsys) -> None:
+    from hapref.evaluation.__main__ import main as evaluation_cli
+    from hapref.evaluation.fixtures import write_features, write_fixtures
+
+    root = write_fixtures(tmp_path / "root")
+    features = write_features(tmp_path / "evve.hdf5", "evve", root, dims=8)
+    net = VideoSimilarityNetwork(dims=16, attention=True)             # a network trained on 16-d features
+    rename = {"attention.proj": "attention.transform", "attention.context": "attention.context_vector"}
+    state = {}
+    for key, value in net.state_dict().items():                      # the released S2VS key names
+        module, leaf = key.rsplit(".", 1)
+        state[f"{rename.get(module, module.replace('comparator', 'visil_head'))}.{leaf}"] = value
+    checkpoint = tmp_path / "s2vs.pth"
+    torch.save({"model": state}, checkpoint)
+    with pytest.raises(SystemExit) as exit_info:
+        evaluation_cli(["evve", "--features", str(features), "--released", "s2vs", "--checkpoint",
+                        str(checkpoint), "--root", str(root), "--no-progress"])
+    assert exit_info.value.code == 2
+    assert f"holds 8-d features, --checkpoint {checkpoint} expects 16-d" in capsys.readouterr().err

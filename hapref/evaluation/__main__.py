@@ -263,6 +263,25 @@ class _Prepared:
         return (self[i] for i in range(len(self)))
 
 
+def expected_dims(scorer) -> int | None:
+    """The feature size ``D`` a scorer's inputs must have: its first preprocessing module's input size (a run's
+    PCA whitening), else the network's region attention size; None when any size works (Chamfer only).
+
+    Examples:
+        >>> from hapref.similarity import VideoSimilarityNetwork
+        >>> from hapref.train.runs import RunScorer
+        >>> expected_dims(RunScorer(VideoSimilarityNetwork(dims=8, attention=True), ()))
+        8
+        >>> expected_dims(RunScorer(VideoSimilarityNetwork(comparator=False), ())) is None
+        True
+    """
+    for _, module in getattr(scorer, "preprocess", ()):
+        if hasattr(module, "in_dim"):
+            return int(module.in_dim)
+    attention = getattr(scorer.network, "attention", None)
+    return None if attention is None else int(attention.proj.in_features)
+
+
 def run_features(args: argparse.Namespace) -> Results:
     """Mode ``--features``: score the HDF5 features with the chosen network, then evaluate (released loop).
 
@@ -298,6 +317,11 @@ def run_features(args: argparse.Namespace) -> Results:
     database_set = HDF5Features(args.features, stored(database), min_len=1)
     if len(query_set) == 0:
         raise ValueError(f"{args.features} holds none of the {len(queries)} {args.dataset} queries")
+    expected = expected_dims(scorer)
+    if expected is not None:        # hapref.features files record their settings; any file has a D
+        from hapref.features.hdf5 import check_feature_file
+        what = f"--checkpoint {args.checkpoint}" if args.checkpoint is not None else "the network"
+        check_feature_file(args.features, dims=expected, what=what)
     if scorer.preprocess:
         query_set, database_set = _Prepared(query_set, scorer.prepare), _Prepared(database_set, scorer.prepare)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
