@@ -178,3 +178,30 @@ def test_hardest_triplet_promotes_half_precision_and_its_empty_path_is_zero():
     out = HardestTripletLoss()(sims)
     assert out.dtype == torch.float32 and out.item() == 0.0
     assert HardestTripletLoss()(torch.tensor([[0.8, 0.75]]).half()).dtype == torch.float32
+
+
+def test_mask_on_the_metric_functions_names_ignore() -> None:
+    from hapref.metrics import map_and_micro_ap, map_at_n_tie_aware
+
+    scores, relevance = torch.rand(2, 3), torch.ones(2, 3, dtype=torch.bool)
+    with pytest.raises(TypeError, match="takes no keyword 'mask': it is now 'ignore'"):
+        map_and_micro_ap(scores, relevance, mask=None)
+    with pytest.raises(TypeError, match="takes no keyword 'mask': it is now 'ignore'"):
+        map_at_n_tie_aware(scores, relevance, 2, mask=None)
+
+
+def test_evaluate_refuses_string_and_boolean_scores_and_doubled_targets(tmp_path) -> None:
+    from hapref.evaluation import evaluate
+    from hapref.evaluation.fixtures import write_fixtures
+    from hapref.evaluation.protocols import dataset_ids
+
+    root = write_fixtures(tmp_path)
+    queries, database = dataset_ids("evve", root)
+    for value, name in (("0.5", "str"), (True, "bool")):
+        sims = {q: {d: value for d in database[:5]} for q in queries}
+        with pytest.raises(TypeError, match=f"real-number scores, got {name} values"):
+            evaluate("evve", sims, root)
+    svd_queries, svd_database = dataset_ids("svd", root)
+    doubled = {q: {svd_database[0]: 0.5, f"{svd_database[0]}.mp4": 0.4} for q in svd_queries}
+    with pytest.raises(ValueError, match="twice"):
+        evaluate("svd", doubled, root)

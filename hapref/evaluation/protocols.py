@@ -395,6 +395,10 @@ def _as_lists(similarities: object, queries: list[str], database: list[str], ava
                 found = previous_codes
             else:
                 keys = [_strip(t, strip_mp4) for t in row_keys] if strip_mp4 else row_keys
+                if strip_mp4 and len(set(keys)) < len(keys):
+                    twice = next(t for t in keys if keys.count(t) > 1)
+                    raise ValueError(f"similarities[{q!r}] scores target {twice!r} twice (with and without "
+                                     f"'.mp4'); keep one")
                 found = list(map(codes.get, keys))
                 if None in found:  # targets outside the annotation: new codes
                     for k, t in enumerate(keys):
@@ -409,6 +413,11 @@ def _as_lists(similarities: object, queries: list[str], database: list[str], ava
             codes.setdefault(q, len(names))
             if codes[q] == len(names):
                 names.append(q)
+            kinds = set(map(type, row.values()))
+            if any(issubclass(k, (str, bytes, bool, np.bool_)) for k in kinds):
+                bad = next(k for k in kinds if issubclass(k, (str, bytes, bool, np.bool_)))
+                raise TypeError(f"similarities[{q!r}] must map target ids to real-number scores, got "
+                                f"{bad.__name__} values (parse strings and booleans before scoring)")
             try:
                 values = np.fromiter(row.values(), dtype=np.float64, count=len(row))
             except (TypeError, ValueError):

@@ -209,6 +209,7 @@ def micro_average_precision(scores: Tensor, relevance: Tensor, ignore: Tensor | 
     return ap[0]
 
 
+@renamed_keywords(mask="ignore")
 def map_and_micro_ap(scores: Tensor, relevance: Tensor, ignore: Tensor | None = None,
                      ties: str = "grouped") -> dict[str, float]:
     """``{"mAP", "uAP"}``: retrieval (:func:`mean_average_precision`) and detection (:func:`micro_average_precision`)

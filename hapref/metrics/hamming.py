@@ -32,7 +32,7 @@ from torch import Tensor
 from hapref.metrics.hashing import CONVENTIONS
 from hapref.search.codes import _as_tensor, as_packed
 from hapref.search.index import HammingIndex
-from hapref.validation import check_binary
+from hapref.validation import check_binary, renamed_keywords
 
 
 def _check_n_convention(n: object, convention: str) -> int:
@@ -112,6 +112,7 @@ def expected_ap_at_n(distances: np.ndarray, relevant: np.ndarray, n: int, conven
     return float(expected)
 
 
+@renamed_keywords(mask="ignore")
 def map_at_n_tie_aware(distances: Tensor, relevance: Tensor, n: int, convention: str = "standard",
                        ignore: Tensor | None = None) -> Tensor:
     """Tie-aware mAP@N of dense distances: the mean over queries of the expected AP@N (AutoSSVH Sec. 4.2).
