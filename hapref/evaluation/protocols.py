@@ -123,7 +123,16 @@ TIES = ("expected", "released")
 
 
 class CoverageWarning(UserWarning):
-    """An evaluation scored fewer queries, database videos or pairs than its protocol holds."""
+    """An evaluation scored fewer queries, database videos or pairs than its protocol holds.
+
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warnings.warn("incomplete evaluation: ...", CoverageWarning)
+        >>> caught[0].category.__name__
+        'CoverageWarning'
+    """
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,12 @@ class Coverage:
     ``available`` ones); ``pairs`` of ``pairs_total`` (query, counted video) pairs (a query never counts as
     its own target) had a score; the others count as never retrieved. ``basis``: ``"protocol"`` (the whole
     database) or ``"available"`` (a declared subset).
+
+    Examples:
+        >>> c = Coverage(queries=50, queries_total=50, database=100, database_total=5000, counted=5000, pairs=5000,
+        ...              pairs_total=249951)
+        >>> c.complete, c.basis
+        (False, 'protocol')
     """
 
     queries: int
@@ -148,7 +163,12 @@ class Coverage:
 
     @property
     def complete(self) -> bool:
-        """True when every protocol query and database video was scored against every other."""
+        """True when every protocol query and database video was scored against every other.
+
+        Examples:
+            >>> Coverage(2, 2, 3, 3, 3, 6, 6).complete, Coverage(2, 2, 3, 3, 3, 5, 6).complete
+            (True, False)
+        """
         return (self.queries == self.queries_total and self.counted == self.database_total
                 and self.pairs == self.pairs_total)
 
@@ -165,7 +185,14 @@ class Coverage:
                 f"{self.database_total} (counted: {counted}), pairs {self.pairs}/{self.pairs_total}")
 
     def warning(self) -> str | None:
-        """A warning for an incomplete evaluation (None when complete)."""
+        """A warning for an incomplete evaluation (None when complete).
+
+        Examples:
+            >>> Coverage(2, 2, 3, 3, 3, 6, 6).warning() is None
+            True
+            >>> Coverage(2, 2, 3, 3, 3, 5, 6).warning()[:59]
+            'incomplete evaluation: 1 of 6 (query, database video) pairs'
+        """
         if self.complete:
             return None
         parts = []
@@ -190,6 +217,12 @@ class Results(dict):
         tied: groups of tied scores, over every ranked list, that mix relevant and irrelevant videos (the
             ones whose order can change a value; 0: both policies give the same numbers).
         details: extra breakdowns: EVVE ``{"per_event": {event: mAP}}`` (the released per-event lines).
+
+    Examples:
+        >>> r = Results({"mAP": 0.5})
+        >>> r.coverage = Coverage(1, 1, 2, 2, 2, 2, 2)
+        >>> dict(r), r.coverage.complete, r.ties
+        ({'mAP': 0.5}, True, 'expected')
     """
 
     coverage: Coverage

@@ -28,14 +28,34 @@ def _setting(config: dict, name: str) -> object | None:
     return None
 
 
+class _Double(nn.Module):
+    """Doubles its input (a stand-in preprocessing module for the examples)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return 2 * x
+
+
 class RunScorer(NamedTuple):
-    """A run's similarity network and the preprocessing its inputs need, in order (:func:`load_run_scorer`)."""
+    """A run's similarity network and the preprocessing its inputs need, in order (:func:`load_run_scorer`).
+
+    Examples:
+        >>> import torch
+        >>> scorer = RunScorer(VideoSimilarityNetwork(dims=4, attention=True), (("double", _Double()),))
+        >>> scorer.prepare(torch.ones(2, 4)).tolist()[0]
+        [2.0, 2.0, 2.0, 2.0]
+    """
 
     network: VideoSimilarityNetwork
     preprocess: tuple[tuple[str, nn.Module], ...]
 
     def prepare(self, frames: Tensor) -> Tensor:
-        """``frames`` ``[..., D]`` passed through every preprocessing module (e.g. the PCA whitening)."""
+        """``frames`` ``[..., D]`` passed through every preprocessing module (e.g. the PCA whitening).
+
+        Examples:
+            >>> import torch
+            >>> RunScorer(VideoSimilarityNetwork(dims=4, attention=True), ()).prepare(torch.ones(2, 4)).shape
+            torch.Size([2, 4])
+        """
         for _, module in self.preprocess:
             frames = module(frames)
         return frames
