@@ -29,9 +29,10 @@ file is still the quick-profile ablation below, and chapter 4 says so.
   network makes more of every kind, most on copies with temporal edits (14 vs 5 distractors above them).
 * more data, quick benchmark: 256 training clips, a pool of 64 view batches of 8 clips, 400 steps (prep 13 min on
   a loaded machine): full 0.685 0.679 0.667 0.666 0.666 0.673 0.662 0.668 (every 50 steps), still below Chamfer.
-One likely cause: half of the S2VS strong views (``shuffle_dropout``, probability 0.5 in
-``hapref.data.augment``) shuffle the clip's frames, so the objective teaches ψ that frame order does not matter,
-the one thing ψ can see and Chamfer cannot.
+One suspected cause, not tested: a quarter of the S2VS strong views reorder the clip (``shuffle_dropout`` is drawn
+with probability 0.5 and shuffles its 4-16-frame segments with probability 0.5, ``hapref.data.augment``), and
+more drop or blank segments, so the positives teach ψ that frame order matters little, the one thing ψ can see
+and Chamfer cannot.
 In every design the trained mAP is reached by step 50 and stays flat to step 300: the self-supervised
 objective is solved on the pool without the network becoming better than Chamfer at DSVR.
 """
