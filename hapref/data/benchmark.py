@@ -207,7 +207,7 @@ class TrainClips(Dataset):
     """Unlabeled training clips filmed from distractor scenes, rendered on demand and deterministic per index.
 
     Item ``i`` is uint8 ``[train_frames, S, S, 3]``; with probability 0.3 the clip cuts to a second photo. With
-    ``config.channels`` each clip is published under a channel's template (:func:`clip_channel`).
+    ``config.channels`` each clip is published under a channel's template (:meth:`channel`).
 
     Examples:
         >>> config = BenchmarkConfig(frame_size=32, num_frames=8, num_query_scenes=1, copies_per_query=1,

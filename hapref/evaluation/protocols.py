@@ -211,12 +211,10 @@ class Coverage:
 class Results(dict):
     """``{key: value}`` of :func:`evaluate` (a plain dict of floats) with what produced it.
 
-    Attributes:
-        coverage: the :class:`Coverage`.
-        ties: the tie policy used (``"expected"`` or ``"released"``).
-        tied: groups of tied scores, over every ranked list, that mix relevant and irrelevant videos (the
-            ones whose order can change a value; 0: both policies give the same numbers).
-        details: extra breakdowns: EVVE ``{"per_event": {event: mAP}}`` (the released per-event lines).
+    What produced it: ``coverage``, the :class:`Coverage`; ``ties``, the tie policy used (``"expected"`` or
+    ``"released"``); ``tied``, the groups of tied scores, over every ranked list, that mix relevant and
+    irrelevant videos (the ones whose order can change a value; 0: both policies give the same numbers);
+    ``details``, extra breakdowns: EVVE ``{"per_event": {event: mAP}}`` (the released per-event lines).
 
     Examples:
         >>> r = Results({"mAP": 0.5})

@@ -22,7 +22,7 @@ def similarity_gradients(loss: nn.Module, sims: Tensor) -> tuple[Tensor, Tensor]
     """Analytic ``(∂L/∂s_p [B], ∂L/∂s_n [B, M])`` of a loss over ``sims [B, 1 + M]`` (TCA Eq. 5 generalised).
 
     The loss is the mean over rows (``reduction="mean"``) or their sum (``"sum"``). ``sims`` are finite floats;
-    half precision is computed in, and returned as, float32 (Circle's logits overflow float16 at |s| ≈ 1e4).
+    half precision is computed in, and returned as, float32 (Circle's logits overflow float16 at ``|s|`` ≈ 1e4).
 
     Examples:
         >>> from hapref.losses import MemoryBankInfoNCE

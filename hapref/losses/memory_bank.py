@@ -275,8 +275,8 @@ class MemoryBankCircle(nn.Module):
     written to row 0 of the logit matrix instead of column 0, so row 0 treats every entry as a positive and
     all other rows treat their positive like a negative (α = [s_p + m]_+, Δ = m).
 
-    The similarities are meant to be cosines: the gradient γ·α grows with |s|, and for float16 similarities
-    beyond |s| ≈ 1e2 it exceeds float16's range and comes back ±inf (never NaN, so a loss scaler sees it).
+    The similarities are meant to be cosines: the gradient γ·α grows with ``|s|``, and for float16 similarities
+    beyond ``|s|`` ≈ 1e2 it exceeds float16's range and comes back ±inf (never NaN, so a loss scaler sees it).
 
     Examples:
         >>> sims = torch.tensor([[0.9, 0.1, -0.3]])

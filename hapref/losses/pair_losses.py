@@ -91,7 +91,7 @@ class Circle(RankingLoss):
     :meth:`~hapref.losses.EmbeddingLoss.on_embeddings` equals pytorch-metric-learning's ``CircleLoss``
     with ``m = margin`` and ``gamma = scale``. :class:`~hapref.losses.MemoryBankCircle` is TCA's variant
     on memory-bank similarities (one positive in column 0, then the negatives). The scores are meant to be
-    cosine similarities: the gradient γ·α grows with |s|, and for float16 scores beyond |s| ≈ 1e2 it exceeds
+    cosine similarities: the gradient γ·α grows with ``|s|``, and for float16 scores beyond ``|s|`` ≈ 1e2 it exceeds
     float16's range and comes back ±inf (never NaN, so a loss scaler sees the overflow); the value is float32.
 
     Examples:

@@ -27,7 +27,7 @@ def relaxed_rank_ap(scores: Tensor, positive: Tensor, negative: Tensor, pos_step
     ranked: the positive sums use a ``[Q, P_max, P_max]`` tensor, the negative sums a ``[Q, P_max, M]``
     one reduced by a batched matrix product (fused, forward and backward, when ``neg_step`` is a
     :class:`StepSurrogate`). Half-precision scores are computed in, and give, float32 (the negative sums
-    overflow float16 at |s| ≈ 1e4).
+    overflow float16 at ``|s|`` ≈ 1e4).
 
     Examples:
         >>> from hapref.losses import heaviside, quad_linear

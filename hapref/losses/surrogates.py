@@ -27,7 +27,7 @@ class StepSurrogate(ABC):
     """A differentiable relaxation φ of the step H for positive–negative pairs (HAP-VR Eq. 7 and Eq. 10).
 
     Calling it gives φ(x) with autograd (half-precision ``x`` is computed in, and returned as, float32: the
-    QuadLinear line 1 + 2x/δ overflows float16 at |x| ≈ 1e4); :meth:`value_and_slope_` gives φ(x) and φ'(x) without autograd, which
+    QuadLinear line 1 + 2x/δ overflows float16 at ``|x|`` ≈ 1e4); :meth:`value_and_slope_` gives φ(x) and φ'(x) without autograd, which
     is what :func:`hapref.losses.relaxed_rank_ap` needs to fuse its largest sums (see :func:`negative_step_sum`).
 
     Examples:
@@ -171,7 +171,7 @@ class _NegativeStepSum(Function):
 def negative_step_sum(scores: Tensor, pos_scores: Tensor, negative: Tensor, step: StepSurrogate) -> Tensor:
     """Σ_{k ∈ N} φ(s_qk − s_qj) ``[Q, P]`` for scores ``[Q, M]``, positive scores ``[Q, P]`` and a float 0/1
     negative flags ``[Q, M]``: the negative part of rank(j) in HAP-VR Eq. 8 and Eq. 11, fused (see above).
-    Half precision is computed in, and returned as, float32 (the sums overflow float16 at |s| ≈ 1e4).
+    Half precision is computed in, and returned as, float32 (the sums overflow float16 at ``|s|`` ≈ 1e4).
 
     Examples:
         >>> scores, negative = torch.tensor([[0.9, 0.8, 0.1]]), torch.tensor([[0.0, 1.0, 0.0]])
