@@ -78,14 +78,13 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared benchmark helpers
-from measure import SweepFile  # noqa: E402
+from measure import SweepFile, sweep_arithmetic  # noqa: E402
 
 from hapref.models.autossvh import gumbel_topk
 from hapref.search import lsh_codes, pca_sign_codes
 from hapref.train import fit
 from hapref.train.autossvh import LOSSES, PROFILES, AutoSSVHTask, hashing_metrics, view_overlap
 from hapref.train.loop import TrainConfig
-from hapref.utils import portable_precision
 
 #: Every variant the sweep knows: the losses and the untrained network.
 VARIANTS = (*LOSSES, "fresh")
@@ -190,33 +189,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     args = parser.parse_args(argv)
 
-    previous = torch.get_default_dtype(), torch.get_num_threads()
-    dtype = portable_precision(True)
-    torch.set_num_threads(1)
-    try:
+    with sweep_arithmetic(threads=1) as dtype:
         s = settings(args.profile, args.data_seed, args.steps)
         fixed = {k: v for k, v in s.items() if k != "data_seed"}
         meta = json.loads(json.dumps({"profile": args.profile, "settings": fixed, "lsh_seeds": list(LSH_SEEDS),
                                       "dtype": str(dtype).removeprefix("torch.")}))
         sweep = SweepFile(args.out, meta, CLAIMS)
-        if not sweep.has_untrained(args.data_seed):
-            value, wall, cpu = sweep.timed(lambda: training_free(s))
-            sweep.add("untrained", {str(args.data_seed): value}, wall, cpu)
-        for variant in args.variants:
-            for seed in args.seeds:
-                if sweep.done(variant, seed, args.data_seed):
-                    continue
-                row, wall, cpu = sweep.timed(lambda: run_one(s, variant, seed))
-                sweep.add("runs", row, wall, cpu, variant=variant)
-                print(f"{variant} seed={seed} data_seed={args.data_seed}: GMAP={row['GMAP']:.4f} ({wall:.1f} s)",
-                      file=sys.stderr, flush=True)
+        sweep.ensure_untrained(args.data_seed, lambda: training_free(s))
+        sweep.run_missing(args.variants, args.seeds, args.data_seed, lambda variant, seed: run_one(s, variant, seed),
+                          lambda row: f"GMAP={row['GMAP']:.4f}")
         if args.delta_curve and "delta_curve" not in sweep.data:
             value, wall, cpu = sweep.timed(lambda: delta_curve(s, args.seeds[0]))
             sweep.add("delta_curve", value, wall, cpu)
         sweep.write()
-    finally:
-        torch.set_default_dtype(previous[0])
-        torch.set_num_threads(previous[1])
     print(f"wrote {args.out}")
     return 0
 

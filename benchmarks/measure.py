@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -53,6 +55,24 @@ def peak_memory_mib(fn: Callable[[], object], device: torch.device) -> float:
     return (_rss_high_water_kib() - base) / 1024
 
 
+@contextlib.contextmanager
+def sweep_arithmetic(float64: bool = True, threads: int | None = None) -> Iterator[torch.dtype]:
+    """Inside the block: the chapters' arithmetic (``hapref.utils.portable_precision(float64)``, float64 on CPUs)
+    and ``threads`` torch threads (unchanged when None); yields the default dtype. The caller's default dtype
+    and thread count are restored afterwards (the sweeps' ``main`` also runs inside the tests)."""
+    from hapref.utils import portable_precision
+
+    previous = torch.get_default_dtype(), torch.get_num_threads()
+    dtype = portable_precision(float64)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield dtype
+    finally:
+        torch.set_default_dtype(previous[0])
+        torch.set_num_threads(previous[1])
+
+
 def write_sweep(profile: str, out: str | Path, sweep: Callable[[], dict], threads: int | None = None) -> Path:
     """Run ``sweep()`` as the chapters compute and store its results as JSON at ``out``; returns the path.
 
@@ -64,22 +84,14 @@ def write_sweep(profile: str, out: str | Path, sweep: Callable[[], dict], thread
     import json
 
     from hapref.files import atomic_write_bytes
-    from hapref.utils import portable_precision
 
-    previous = torch.get_default_dtype(), torch.get_num_threads()
-    dtype = portable_precision(profile != "full")
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with sweep_arithmetic(profile != "full", threads) as dtype:
         wall, cpu = time.perf_counter(), time.process_time()
         results = sweep()
         results.update(dtype=str(dtype).removeprefix("torch."), threads=torch.get_num_threads(),
                        wall_seconds=round(time.perf_counter() - wall, 1),
                        cpu_seconds=round(time.process_time() - cpu, 1))
         return atomic_write_bytes(out, (json.dumps(results, indent=1, sort_keys=True) + "\n").encode())
-    finally:
-        torch.set_default_dtype(previous[0])
-        torch.set_num_threads(previous[1])
 
 
 class SweepFile:
@@ -121,6 +133,25 @@ class SweepFile:
         wall, cpu = time.perf_counter(), time.process_time()
         result = fn()
         return result, time.perf_counter() - wall, time.process_time() - cpu
+
+    def ensure_untrained(self, data_seed: int, measure: Callable[[], dict]) -> None:
+        """Measure and store the training-free methods of instance ``data_seed`` unless they are stored."""
+        if not self.has_untrained(data_seed):
+            value, wall, cpu = self.timed(measure)
+            self.add("untrained", {str(data_seed): value}, wall, cpu)
+
+    def run_missing(self, variants: list[str], seeds: list[int], data_seed: int,
+                    train: Callable[[str, int], dict], summary: Callable[[dict], str]) -> None:
+        """Train every (variant, seed) of instance ``data_seed`` not stored yet, appending each run as it ends
+        (``train(variant, seed)`` returns the row) and printing ``summary(row)`` with its time on stderr."""
+        for variant in variants:
+            for seed in seeds:
+                if self.done(variant, seed, data_seed):
+                    continue
+                row, wall, cpu = self.timed(lambda: train(variant, seed))
+                self.add("runs", row, wall, cpu, variant=variant)
+                print(f"{variant} seed={seed} data_seed={data_seed}: {summary(row)} ({wall:.1f} s)",
+                      file=sys.stderr, flush=True)
 
     def add(self, key: str, value: object, wall: float, cpu: float, variant: str | None = None) -> None:
         """Store a run (``variant`` given: appended to ``runs[variant]``) or extra data under ``key``; write."""

@@ -68,13 +68,13 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared benchmark helpers
-from measure import SweepFile  # noqa: E402
+from measure import SweepFile, sweep_arithmetic  # noqa: E402
 
 from hapref.features.frames import FeatureSplit
 from hapref.losses.radial import RadialLoss
 from hapref.train.loop import fit
 from hapref.train.radial import LOSSES, PROFILES, build, order_metrics
-from hapref.utils import portable_precision, seed_everything
+from hapref.utils import seed_everything
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "book" / "data" / "radial_sweeps.json"
 PROFILE = "motion"
@@ -152,29 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     args = parser.parse_args(argv)
 
-    previous = torch.get_default_dtype(), torch.get_num_threads()
-    dtype = portable_precision(True)
-    torch.set_num_threads(1)
-    try:
+    with sweep_arithmetic(threads=1) as dtype:
         settings = dict(PROFILES[args.profile], **({"steps": args.steps} if args.steps is not None else {}))
         meta = json.loads(json.dumps({"profile": args.profile, "settings": settings,
                                       "dtype": str(dtype).removeprefix("torch.")}))
         sweep = SweepFile(args.out, meta, CLAIMS)
-        if not sweep.has_untrained(args.data_seed):
-            value, wall, cpu = sweep.timed(lambda: training_free(args.profile, args.data_seed))
-            sweep.add("untrained", {str(args.data_seed): value}, wall, cpu)
-        for variant in args.variants:
-            for seed in args.seeds:
-                if sweep.done(variant, seed, args.data_seed):
-                    continue
-                row, wall, cpu = sweep.timed(lambda: run_one(args.profile, variant, seed, args.data_seed, args.steps))
-                sweep.add("runs", row, wall, cpu, variant=variant)
-                print(f"{variant} seed={seed} data_seed={args.data_seed}: fine_MAP={row['fine_MAP']:.4f} "
-                      f"QP={row['QP']:.4f} ({wall:.1f} s)", file=sys.stderr, flush=True)
+        sweep.ensure_untrained(args.data_seed, lambda: training_free(args.profile, args.data_seed))
+        sweep.run_missing(args.variants, args.seeds, args.data_seed,
+                          lambda variant, seed: run_one(args.profile, variant, seed, args.data_seed, args.steps),
+                          lambda row: f"fine_MAP={row['fine_MAP']:.4f} QP={row['QP']:.4f}")
         sweep.write()
-    finally:
-        torch.set_default_dtype(previous[0])
-        torch.set_num_threads(previous[1])
     print(f"wrote {args.out}")
     return 0
 
