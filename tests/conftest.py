@@ -1,5 +1,8 @@
 """Shared pytest fixtures."""
 
+import itertools
+
+import numpy as np
 import pytest
 import torch
 
@@ -7,6 +10,18 @@ import torch
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
+
+
+def tie_orders(scores, relevant):
+    """Every ranking of a small list that a sort by descending score can give (each tie group permuted):
+    ``(scores, relevant)`` NumPy pairs in rank order."""
+    order = np.argsort(-scores, kind="stable")
+    s, r = scores[order], relevant[order]
+    groups = [list(range(len(s)))[i:j] for i, j in itertools.pairwise(
+        [0] + [k for k in range(1, len(s)) if s[k] != s[k - 1]] + [len(s)])]
+    for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
+        index = [k for p in perms for k in p]
+        yield s[index], r[index]
 
 
 def devices() -> list[str]:

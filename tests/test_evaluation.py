@@ -8,7 +8,6 @@ so the file stays well under a minute).
 
 from __future__ import annotations
 
-import itertools
 import json
 import pickle
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import tie_orders
 
 from hapref.data import loaders
 from hapref.data.unpickle import load_pickle
@@ -300,14 +300,8 @@ def test_tie_policy_is_the_expected_value_over_tie_orders():
         if not relevant.any():
             continue
         gt_len = int(relevant.sum()) + int(rng.integers(0, 2))
-        order = np.argsort(-scores, kind="stable")
-        s, r = scores[order], relevant[order]
-        groups = [list(range(len(s)))[i:j] for i, j in itertools.pairwise(
-            [0] + [k for k in range(1, len(s)) if s[k] != s[k - 1]] + [len(s)])]
-        values = []
-        for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
-            y = r[[k for p in perms for k in p]]
-            values.append(np.sum(np.cumsum(y) / np.arange(1, len(y) + 1) * y) / gt_len)
+        values = [np.sum(np.cumsum(y) / np.arange(1, len(y) + 1) * y) / gt_len
+                  for _, y in tie_orders(scores, relevant)]
         assert ranked_ap(scores, relevant, gt_len) == pytest.approx(np.mean(values), abs=1e-12)
         assert min(values) - 1e-12 <= ranked_ap(scores, relevant, gt_len) <= max(values) + 1e-12
 
@@ -562,16 +556,6 @@ def test_cli_features_file_lacking_videos_is_scored_against_what_it_holds(fixtur
 
 
 # ------------------------------------------------------------------------------------- ties (issue 22)
-def _orders(scores, relevant):
-    """Every ranking of a small list that a sort by descending score can give (each tie group permuted)."""
-    order = np.argsort(-scores, kind="stable")
-    s, r = scores[order], relevant[order]
-    groups = [list(range(len(s)))[i:j] for i, j in itertools.pairwise(
-        [0] + [k for k in range(1, len(s)) if s[k] != s[k - 1]] + [len(s)])]
-    for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
-        yield s[[k for p in perms for k in p]], r[[k for p in perms for k in p]]
-
-
 def _evve_ap(ranked_rel, n_pos):
     """The released EVVE score_ap_from_ranks_1 on one ranking, transcribed."""
     ap = 0.0
@@ -592,7 +576,7 @@ def test_expected_policy_is_the_mean_over_tie_orders_for_evve_and_ranked_ap():
             continue
         n_pos = int(relevant.sum()) + int(rng.integers(0, 2))
         trapezoid, ranked = [], []
-        for s, r in _orders(scores, relevant):
+        for s, r in tie_orders(scores, relevant):
             trapezoid.append(_evve_ap(r, n_pos))
             ranked.append(np.sum(np.cumsum(r) / np.arange(1, len(r) + 1) * r) / n_pos)
         s = np.sort(scores)[::-1]

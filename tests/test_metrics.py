@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import devices
+from conftest import devices, tie_orders
 from sklearn.metrics import average_precision_score, ndcg_score, roc_auc_score
 from sklearn.metrics import precision_recall_curve as sk_precision_recall_curve
 
@@ -407,14 +407,7 @@ def test_ap_ties_policies_expected_released_and_grouped_default() -> None:
         relevant = rng.random(7) < 0.5
         if not relevant.any():
             continue
-        order = np.argsort(-scores, kind="stable")
-        s, r = scores[order], relevant[order]
-        groups = [list(range(7))[i:j] for i, j in itertools.pairwise(
-            [0] + [k for k in range(1, 7) if s[k] != s[k - 1]] + [7])]
-        values = []
-        for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
-            y = r[[k for p in perms for k in p]]
-            values.append(np.sum(np.cumsum(y) / np.arange(1, 8) * y) / y.sum())
+        values = [np.sum(np.cumsum(y) / np.arange(1, 8) * y) / y.sum() for _, y in tie_orders(scores, relevant)]
         t_s, t_r = torch.tensor(scores, dtype=torch.float64), torch.tensor(relevant)
         assert float(average_precision(t_s, t_r, ties="expected")) == pytest.approx(np.mean(values), abs=1e-12)
         assert float(average_precision(t_s, t_r, ties="released")) == pytest.approx(
