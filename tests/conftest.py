@@ -1,6 +1,8 @@
 """Shared pytest fixtures."""
 
+import importlib.util
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +12,15 @@ import torch
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
+
+
+def load_benchmark(name: str):
+    """The module of ``benchmarks/<name>.py`` (the benchmark scripts are not a package), freshly executed."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def tie_orders(scores, relevant):

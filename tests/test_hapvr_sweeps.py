@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+
+from conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("hapvr_sweeps", ROOT / "benchmarks" / "hapvr_sweeps.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("hapvr_sweeps")
 
 
 def test_smoke_sweep_runs_every_configuration(tmp_path) -> None:

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import load_benchmark
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("radial_sweeps", ROOT / "benchmarks" / "radial_sweeps.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("radial_sweeps")
 
 
 def test_sweep_layout_and_resume(tmp_path, capsys):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 
 from hapref.stats import claim_gaps, claim_holds
 
@@ -22,10 +22,7 @@ def _runs(sweep: dict, variant: str) -> list[dict]:
 
 
 def _script(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_sweeps", ROOT / "benchmarks" / f"{name}_sweeps.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark(f"{name}_sweeps")
 
 
 @pytest.mark.parametrize("name", ["hapvr", "tca", "autossvh", "radial"])
