@@ -314,7 +314,7 @@ def write_features(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, 
         stored = f.attrs.get(ATTRIBUTE)
         if stored is not None:
             previous = FeatureSettings(**json.loads(stored))
-            differ = {k: v for k, v in replace(previous, dims=0).differences(replace(settings, dims=0)).items()}
+            differ = replace(previous, dims=0).differences(replace(settings, dims=0))
             if differ:
                 named = ", ".join(f"{k}: file {a!r} vs now {b!r}" for k, (a, b) in differ.items())
                 raise ValueError(f"{out} was written with other settings ({named}); choose another --out")
