@@ -1,4 +1,5 @@
-"""The HAP-VR sweep script runs every configuration (smoke profile, 2 steps) and the stored results are consistent."""
+"""The HAP-VR sweep script runs every variant (smoke profile, 2 steps), resumes, and the stored file follows the
+book's sweep layout (runs per variant over seeds × data seeds, every training-free similarity, claims)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 from conftest import load_benchmark
 
+from hapref.stats import claim_holds
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -14,22 +17,36 @@ def load_script():
     return load_benchmark("hapvr_sweeps")
 
 
-def test_smoke_sweep_runs_every_configuration(tmp_path) -> None:
+def test_smoke_sweep_runs_every_variant_and_resumes(tmp_path) -> None:
     sweeps = load_script()
     out = tmp_path / "s.json"
-    assert sweeps.main(["--profile", "smoke", "--seeds", "0", "--steps", "2", "--out", str(out)]) == 0
+    args = ["--profile", "smoke", "--seeds", "0", "--steps", "2", "--out", str(out), "--variants", *sweeps.VARIANTS]
+    assert sweeps.main(args) == 0
     results = json.loads(out.read_text())
-    keys = {key for table in results["tables"].values() for key in table.values()}
-    assert keys == set(results["configs"])
-    for config in results["configs"].values():
-        (run,) = config["runs"]
-        assert 0.0 <= run["mAP"] <= 1.0 and 0.0 <= run["uAP"] <= 1.0
-    assert set(results["heatmaps"]) == set(sweeps.VIDEO_LOSSES)
+    assert set(results["runs"]) == set(sweeps.VARIANTS)
+    for variant, (run,) in results["runs"].items():
+        assert (run["seed"], run["data_seed"]) == (0, 0)
+        assert all(0.0 <= run[m] <= 1.0 for m in ("mAP", "uAP", "mAP_shuffled"))
+        assert (run["curve"] == []) == (variant == "untrained_network")
+    assert set(results["untrained"]["0"]) == set(sweeps.TRAINING_FREE)
+    before = out.read_text()
+    assert sweeps.main(args) == 0                          # everything stored: nothing retrained
+    assert json.loads(out.read_text())["runs"] == json.loads(before)["runs"]
 
 
-def test_stored_results_match_the_script_tables() -> None:
+def test_stored_sweep_layout_and_claims() -> None:
     sweeps = load_script()
     stored = json.loads((ROOT / "book" / "data" / "hapvr_sweeps.json").read_text())
-    assert stored["tables"] == {name: {row: sweeps.variant_key(v) for row, v in table.items()}
-                                for name, table in sweeps.TABLES.items()}
-    assert all(len(c["runs"]) == len(stored["seeds"]) for c in stored["configs"].values())
+    assert stored["profile"] == sweeps.PROFILE and stored["claims"] == sweeps.CLAIMS
+    assert stored["wall_seconds"] > 0 and stored["cpu_seconds"] > 0
+    assert set(stored["runs"]) <= set(sweeps.VARIANTS)
+    data_seeds = {r["data_seed"] for r in stored["runs"]["hapvr"]}
+    assert len(data_seeds) >= 2 and len({r["seed"] for r in stored["runs"]["hapvr"]}) >= 5
+    for seed in data_seeds:
+        assert set(stored["untrained"][str(seed)]) == set(sweeps.TRAINING_FREE)
+    for claim in stored["claims"]:
+        assert claim_holds(stored, claim), claim
+        if claim["worse"].startswith("untrained:"):        # against the best training-free similarity
+            name, metric = claim["worse"].split(":", 1)[1], claim["metric"]
+            for methods in stored["untrained"].values():
+                assert methods[name][metric] == max(m[metric] for m in methods.values())

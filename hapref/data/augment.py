@@ -77,11 +77,12 @@ def _per_frame(values: Tensor, frames: int) -> Tensor:
 
 
 def temporal_indices(length: int, window: int, strong: bool, generator: torch.Generator | None,
-                     ) -> tuple[Tensor, Tensor]:
+                     shuffle: bool = True) -> tuple[Tensor, Tensor]:
     """Frame indices ``[window]`` into a clip of ``length`` frames and a per-frame code (0 keep, 1 black, 2 noise).
 
     Strong views first apply one S2VS temporal transform; both views then take a random crop of ``window``
-    frames, looping the sequence when it is shorter.
+    frames, looping the sequence when it is shorter. ``shuffle=False`` replaces the shuffle-dropout draw by no
+    transform (views that keep the clip's order: a departure from S2VS for data where order identifies a video).
 
     Examples:
         >>> index, code = temporal_indices(10, 4, strong=False, generator=torch.Generator().manual_seed(0))
@@ -92,6 +93,8 @@ def temporal_indices(length: int, window: int, strong: bool, generator: torch.Ge
     code = torch.zeros(length, dtype=torch.long)
     if strong:
         kind = _TEMPORAL[int(torch.multinomial(_TEMPORAL_P, 1, generator=generator))]
+        if kind == "shuffle_dropout" and not shuffle:
+            kind = "none"
         if kind == "shuffle_dropout":
             index, code = _shuffle_dropout(length, generator)
         elif kind == "fast_forward":
@@ -225,7 +228,7 @@ class ClipAugmenter:
     def __init__(self, strength: str = "weak", num_frames: int | None = None, size: int | None = None,
                  scale: tuple[float, float] | None = None, p_flip: float = 0.5, randaugment_ops: int = 2,
                  magnitude: int = 9, p_text: float = 0.3, p_logo: float = 0.3, p_blur: float = 0.5,
-                 sigma: tuple[float, float] = (0.1, 2.0)) -> None:
+                 sigma: tuple[float, float] = (0.1, 2.0), shuffle: bool = True) -> None:
         if strength not in ("weak", "strong"):
             raise ValueError(f"strength must be 'weak' or 'strong', got {strength!r}")
         if not 0 <= magnitude <= 30:
@@ -234,6 +237,7 @@ class ClipAugmenter:
         self.scale = scale if scale is not None else ((0.8, 1.0) if strength == "weak" else (0.5, 1.0))
         self.p_flip, self.randaugment_ops, self.level = p_flip, randaugment_ops, magnitude / 30
         self.p_text, self.p_logo, self.p_blur, self.sigma = p_text, p_logo, p_blur, sigma
+        self.shuffle = shuffle  # False: strong views never shuffle-dropout (temporal_indices)
 
     def __repr__(self) -> str:
         return (f"ClipAugmenter(strength={self.strength!r}, num_frames={self.num_frames}, size={self.size}, "
@@ -248,7 +252,7 @@ class ClipAugmenter:
         strong = self.strength == "strong"
         device = clips.device
         # temporal: gather the chosen frames of every clip at once
-        picks = [temporal_indices(t, window, strong, generator) for _ in range(b)]
+        picks = [temporal_indices(t, window, strong, generator, self.shuffle) for _ in range(b)]
         index = torch.stack([p[0] for p in picks]).to(device)
         code = torch.stack([p[1] for p in picks]).to(device)
         x = _to_float(clips)[torch.arange(b, device=device)[:, None], index]  # [B, W, 3, H, W]

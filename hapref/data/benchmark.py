@@ -69,6 +69,10 @@ class BenchmarkConfig:
     train_scenes: int = 0          # distractor scenes the unlabeled split films (0 = all of them)
     channels: int = 0              # publishing channels whose on-screen template frames every video (0 = none)
     banner: float = 0.25           # height fraction of each of a channel template's two banners
+    reshoots_per_query: int = 0    # CS videos that retrace the query's camera moves in another order (reshoot)
+    train_reshoots: bool = False   # unlabeled clip 2k+1 re-shoots clip 2k (photo scenes only)
+    reshoot_segment: int = 2       # frames per run that a reshoot keeps in order (its shots, at 1 frame/s)
+    reshoot_jitter: float = 0.12   # how far a reshoot's camera is from the original's (centre shift, zoom)
 
     def __post_init__(self) -> None:
         if self.frame_size < 16 or self.frame_size % 2:
@@ -86,7 +90,11 @@ class BenchmarkConfig:
         if not 0 <= self.channels <= len(transforms.CHANNEL_NAMES) or self.channels == 1:
             raise ValueError(f"channels must be 0 (no templates) or in [2, {len(transforms.CHANNEL_NAMES)}], "
                              f"got {self.channels}")
-        for name in ("copies_per_query", "same_scene_per_query", "num_distractors", "num_train_clips"):
+        if self.reshoot_segment < 1 or (self.reshoots_per_query and 2 * self.reshoot_segment > self.num_frames):
+            raise ValueError(f"reshoot_segment must be >= 1 and leave two segments in num_frames={self.num_frames}, "
+                             f"got {self.reshoot_segment}")
+        for name in ("copies_per_query", "same_scene_per_query", "num_distractors", "num_train_clips",
+                     "reshoots_per_query"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
@@ -100,6 +108,12 @@ PROFILES: dict[str, BenchmarkConfig] = {
     # one of three channels whose on-screen template covers half of each frame; copies are re-uploads by
     # another channel.
     "channels": BenchmarkConfig(channels=3, num_train_clips=1024),
+    # Chapter 4's benchmark, where frame order is what tells a copy from a hard distractor: every query has
+    # four reshoots (its camera moves retraced from a slightly different place, cut into 2-frame shots in
+    # another order; level CS), and the unlabeled split holds such pairs too (clip 2k+1 re-shoots clip 2k).
+    # Queries film photos (only a photo's camera moves can be retraced).
+    "reshoot": BenchmarkConfig(reshoots_per_query=4, same_scene_per_query=1, num_distractors=40,
+                               num_train_clips=512, train_reshoots=True),
     "full": BenchmarkConfig(frame_size=224, num_frames=32, num_query_scenes=16, copies_per_query=8,
                             same_scene_per_query=3, num_distractors=256, num_train_clips=8192, train_frames=64),
 }
@@ -137,11 +151,12 @@ def _clip_span(num_frames: int) -> int:
 
 
 def film(scene: str, num_frames: int, size: int, generator: torch.Generator, max_shots: int = 2,
-         avoid: int | None = None) -> tuple[Tensor, dict]:
+         avoid: int | None = None, paths: list | None = None) -> tuple[Tensor, dict]:
     """A new video of ``scene`` ("photo:NAME" or "clip:NAME"): 1..max_shots camera set-ups cut together.
 
     For a clip scene the video is a window of the clip; ``avoid`` (the start of another window of the same
-    length) makes the two windows share no frame, so "same scene" never means "same footage".
+    length) makes the two windows share no frame, so "same scene" never means "same footage". For a photo scene,
+    ``paths`` (a list) receives ``(frames, CameraPath)`` of each shot, for :func:`reshoot`.
 
     Examples:
         >>> video, info = film("photo:astronaut", num_frames=4, size=32, generator=torch.Generator().manual_seed(0))
@@ -161,9 +176,72 @@ def film(scene: str, num_frames: int, size: int, generator: torch.Generator, max
         return sources.clip_window(name, num_frames, size, start), {"scene": scene, "start": start}
     shots = transforms.randint(generator, 1, max_shots) if num_frames >= 8 else 1
     bounds = [round(num_frames * k / shots) for k in range(shots + 1)]  # Python floats: the same on every CPU
-    parts = [sources.render_shot(name, sources.CameraPath.random(generator), b - a, size)
-             for a, b in zip(bounds[:-1], bounds[1:])]
+    parts = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        path = sources.CameraPath.random(generator)
+        parts.append(sources.render_shot(name, path, b - a, size))
+        if paths is not None:
+            paths.append((b - a, path))
     return torch.cat(parts), {"scene": scene, "shots": shots}
+
+
+def _jitter(path: sources.CameraPath, generator: torch.Generator, shift: float = 0.06,
+            zoom: float = 0.06) -> sources.CameraPath:
+    """The same camera move from a slightly different place: centre moved by up to ``shift`` (of the half
+    width), view size scaled by up to 1 ± ``zoom``, both ends alike, the view kept inside the photo."""
+    u = torch.rand(3, generator=generator, dtype=torch.float64).tolist()
+    dx, dy, s = shift * (2 * u[0] - 1), shift * (2 * u[1] - 1), 1 + zoom * (2 * u[2] - 1)
+
+    def move(state: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+        cx, cy, v, a = state
+        v = min(v * s, 0.95)
+        return (min(max(cx + dx, -(1 - v)), 1 - v), min(max(cy + dy, -(1 - v)), 1 - v), v, a)
+
+    return sources.CameraPath(move(path.start), move(path.end))
+
+
+def reshoot_order(num_frames: int, segment: int, generator: torch.Generator) -> list[int]:
+    """Frame order of a reshoot: ``segment``-frame runs kept in order, the runs permuted so that none stays
+    where it was and the sequence is not simply reversed (a reversed copy is still a copy).
+
+    Examples:
+        >>> order = reshoot_order(8, 2, torch.Generator().manual_seed(0))
+        >>> sorted(order) == list(range(8)), order[:2] != [0, 1]
+        (True, True)
+    """
+    starts = list(range(0, num_frames, segment))
+    n = len(starts)
+    while True:
+        perm = torch.randperm(n, generator=generator).tolist()
+        if all(p != i for i, p in enumerate(perm)) and (n < 3 or perm != list(range(n))[::-1]):
+            break
+    return [t for p in perm for t in range(starts[p], min(starts[p] + segment, num_frames))]
+
+
+def reshoot(scene: str, paths: list, size: int, segment: int, generator: torch.Generator,
+            jitter: float = 0.12) -> tuple[Tensor, dict]:
+    """Another video of a photo ``scene`` that retraces the camera moves ``paths`` (from :func:`film`) from a
+    slightly different place, cut so that ``segment``-frame runs come in another order (:func:`reshoot_order`).
+
+    Every frame has a close match in the original video, but the sequence differs: the same place filmed
+    again, not the same footage (FIVR's "complementary scene", level CS). A frame-wise similarity such as
+    Chamfer cannot tell it from a copy; the order of the matches can.
+
+    Examples:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> paths = []
+        >>> video, _ = film("photo:astronaut", num_frames=8, size=32, generator=g, paths=paths)
+        >>> again, info = reshoot("photo:astronaut", paths, size=32, segment=2, generator=g)
+        >>> again.shape == video.shape, sorted(info)
+        (True, ['order', 'scene'])
+    """
+    kind, name = scene.split(":", 1)
+    if kind != "photo":
+        raise ValueError(f"scene must be a photo scene ('photo:NAME') to be re-shot, got {scene!r}")
+    frames = torch.cat([sources.render_shot(name, _jitter(path, generator, jitter, jitter), n, size)
+                        for n, path in paths])
+    order = reshoot_order(frames.shape[0], segment, generator)
+    return frames[order].contiguous(), {"scene": scene, "order": order}
 
 
 def _edit(frames: Tensor, family: str, generator: torch.Generator, host_scenes: list[str],
@@ -229,6 +307,8 @@ class TrainClips(Dataset):
         if not 0 <= index < len(self):
             raise IndexError(f"index {index} out of range for {len(self)} training clips")
         c = self.config
+        if c.train_reshoots:
+            return self._reshoot_pair(index)
         g = torch.Generator().manual_seed(_child_seed(c.seed, "train", index))
         scene = self.scenes[transforms.randint(g, 0, len(self.scenes) - 1)]
         with _one_thread():
@@ -242,6 +322,21 @@ class TrainClips(Dataset):
                 clip = film(scene, c.train_frames, c.frame_size, g)[0]
         if c.channels:
             clip = transforms.channel_template(clip, self.channel(index), c.banner)
+        return clip
+
+    def _reshoot_pair(self, index: int) -> Tensor:
+        """Clip ``2k`` films a photo scene, clip ``2k + 1`` re-shoots it (:func:`reshoot`)."""
+        c = self.config
+        photos = [s for s in self.scenes if s.startswith("photo:")]
+        if not photos:
+            raise ValueError("train_reshoots needs photo scenes in the unlabeled split, got none")
+        g = torch.Generator().manual_seed(_child_seed(c.seed, "train-pair", index // 2))
+        scene = photos[transforms.randint(g, 0, len(photos) - 1)]
+        paths: list = []
+        with _one_thread():
+            clip, _ = film(scene, c.train_frames, c.frame_size, g, paths=paths)
+            if index % 2:
+                clip, _ = reshoot(scene, paths, c.frame_size, c.reshoot_segment, g, c.reshoot_jitter)
         return clip
 
     def channel(self, index: int) -> int:
@@ -425,11 +520,14 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
     # a clip can be a query scene only if it holds two disjoint windows (the query and its same-scene videos)
     eligible = [s for s in order if not s.startswith("clip:")
                 or sources.load_clip(s.split(":", 1)[1], c.frame_size).shape[0] >= 2 * _clip_span(c.num_frames)]
+    if c.reshoots_per_query:  # only a photo's camera moves can be retraced
+        eligible = [s for s in eligible if s.startswith("photo:")]
     query_scenes = eligible[:c.num_query_scenes]
     other_scenes = [s for s in order if s not in query_scenes]
 
     # Channels draw from a stream of their own, so a config without channels keeps its bytes.
     gc = torch.Generator().manual_seed(_child_seed(c.seed, "channels"))
+    gr = torch.Generator().manual_seed(_child_seed(c.seed, "reshoots"))  # likewise for reshoots
 
     def publish(frames: Tensor, vid: str, avoid: int | None = None) -> Tensor:
         if not c.channels:
@@ -445,7 +543,8 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
     db: list[tuple[str, Tensor, int | None, int]] = []  # (id, frames, query index or None, level)
     for qi, scene in enumerate(query_scenes):
         qid = f"q{qi:03d}"
-        frames, meta = film(scene, c.num_frames, c.frame_size, g)
+        paths: list = []
+        frames, meta = film(scene, c.num_frames, c.frame_size, g, paths=paths)
         query_ids.append(qid)
         info[qid] = {"role": "query", **meta, "source": qid, "family": None, "transforms": []}
         query_videos.append(publish(frames, qid))
@@ -463,6 +562,11 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
             vid = f"{qid}_scene{k:02d}"
             info[vid] = {"role": "same_scene", **meta, "source": qid, "family": None, "transforms": [], "level": "CS"}
             db.append((vid, publish(other, vid), qi, LEVELS["CS"]))
+        for k in range(c.reshoots_per_query):
+            again, meta = reshoot(scene, paths, c.frame_size, c.reshoot_segment, gr, c.reshoot_jitter)
+            vid = f"{qid}_reshoot{k:02d}"
+            info[vid] = {"role": "reshoot", **meta, "source": qid, "family": None, "transforms": [], "level": "CS"}
+            db.append((vid, publish(again, vid), qi, LEVELS["CS"]))
     for k in range(c.num_distractors):
         scene = other_scenes[k % len(other_scenes)]
         frames, meta = film(scene, c.num_frames, c.frame_size, g)

@@ -132,11 +132,12 @@ def s2vs_labels(mixing: Tensor) -> Tensor:
 
 @float32_draws
 def s2vs_batch(clips: Tensor, num_frames: int, generator: torch.Generator, video_in_video_p: float = 0.3,
-               ) -> tuple[Tensor, Tensor, Tensor]:
+               shuffle: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """Weak views, strong views and labels of a batch of clips, the released S2VS/HAP-VR recipe.
 
     ``clips`` uint8 ``[B, T, H, W, 3]`` -> weak ``[B, num_frames, H, W, 3]``, strong (after Video-in-Video with
     probability ``video_in_video_p`` per clip) of the same shape, labels bool ``[2B, 2B]`` (:func:`s2vs_labels`).
+    ``shuffle=False`` keeps every view's frame order (no shuffle-dropout, :class:`hapref.data.augment.ClipAugmenter`).
 
     Examples:
         >>> clips = torch.randint(0, 256, (3, 6, 32, 32, 3), dtype=torch.uint8)
@@ -145,7 +146,7 @@ def s2vs_batch(clips: Tensor, num_frames: int, generator: torch.Generator, video
         ((3, 4, 32, 32, 3), (3, 4, 32, 32, 3), (6, 6), True)
     """
     weak = ClipAugmenter("weak", num_frames=num_frames)(clips, generator)
-    strong = ClipAugmenter("strong", num_frames=num_frames)(clips, generator)
+    strong = ClipAugmenter("strong", num_frames=num_frames, shuffle=shuffle)(clips, generator)
     strong, mixing = video_in_video(strong, generator, p=video_in_video_p)
     return weak, strong, s2vs_labels(mixing)
 

@@ -79,11 +79,13 @@ def frame_ranking_loss() -> QuadLinearAP:
 
 
 def build_hapvr_network(dims: int, temporal_k: float = 0.03, spatial_k: float = 0.1,
-                        attention: bool = True) -> VideoSimilarityNetwork:
+                        attention: bool = True, psi_init: str = "xavier") -> VideoSimilarityNetwork:
     """HAP-VR's similarity function f (§3.3.1, Eq. 3–5): region attention, spatial TopK-Chamfer, ψ, temporal TopK-Chamfer.
 
     Rates default to the released run's (spatial 0.1, temporal 0.03, the released HAP-VR code, https://github.com/yafeng19/HAP-VR);
-    ``temporal_k = 0`` is Chamfer and ``1`` mean pooling (the ends of Table 4).
+    ``temporal_k = 0`` is Chamfer and ``1`` mean pooling (the ends of Table 4). ``psi_init`` is ψ's
+    initialisation: ``"xavier"`` (the released code) or ``"pooling"`` (hapref's: ψ starts as a 4×4 max-pool,
+    :meth:`hapref.similarity.VideoComparator.start_as_pooling`).
 
     Examples:
         >>> net = build_hapvr_network(dims=16).eval()
@@ -91,7 +93,8 @@ def build_hapvr_network(dims: int, temporal_k: float = 0.03, spatial_k: float = 
         >>> net.score(videos, videos).shape
         torch.Size([2, 2])
     """
-    return VideoSimilarityNetwork(dims=dims, spatial_k=spatial_k, temporal_k=temporal_k, attention=attention)
+    return VideoSimilarityNetwork(dims=dims, spatial_k=spatial_k, temporal_k=temporal_k, attention=attention,
+                                  psi_init=psi_init)
 
 
 class BackboneTeacher(nn.Module):

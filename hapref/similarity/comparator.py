@@ -14,6 +14,10 @@ from torch import Tensor, nn
 from hapref.validation import check_float_tensor, renamed_keywords
 
 
+#: ψ's initialisations: the released Xavier-uniform weights, or a pass-through max-pool (``start_as_pooling``).
+INITS = ("xavier", "pooling")
+
+
 class VideoComparator(nn.Module):
     """ψ of HAP-VR Eq. 4 / ViSiL: ``[B, Tq, Tt]`` similarities -> raw scores ``[B, ⌊Tq/4⌋, ⌊Tt/4⌋]``.
 
@@ -39,8 +43,10 @@ class VideoComparator(nn.Module):
         ((2, 2, 3), (2, 2, 3))
     """
 
-    def __init__(self) -> None:
+    def __init__(self, init: str = "xavier") -> None:
         super().__init__()
+        if init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {init!r}")
         self.conv1 = nn.Conv2d(1, 32, 3, padding=1)
         self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
         self.conv3 = nn.Conv2d(64, 128, 3, padding=1)
@@ -48,6 +54,31 @@ class VideoComparator(nn.Module):
         for conv in (self.conv1, self.conv2, self.conv3, self.fconv):
             nn.init.xavier_uniform_(conv.weight)
             nn.init.zeros_(conv.bias)
+        if init == "pooling":
+            self.start_as_pooling()
+
+    @torch.no_grad()
+    def start_as_pooling(self) -> None:
+        """Set ψ to a 4×4 max-pool of the positive part of its input (hapref's option, not the paper's).
+
+        Channel 0 of every layer passes its input through (a centre-tap 1, the other taps 0) and the last
+        layer reads channel 0 only, so ``ψ(S) = maxpool₄(max(S, 0))``: the network starts as Chamfer on the
+        pooled matrix, not as a random function of it. The other channels keep their Xavier weights and
+        start to matter as soon as the last layer's zero weights on them move. Used by the ``reshoot``
+        profile, where a random ψ would first have to relearn from little data what Chamfer does.
+
+        Examples:
+            >>> psi = VideoComparator(init="pooling")
+            >>> sim = torch.rand(1, 8, 8) * 2 - 1
+            >>> raw, _ = psi(sim)
+            >>> torch.allclose(raw, F.max_pool2d(sim.clamp_min(0)[:, None], 4)[:, 0])
+            True
+        """
+        for conv in (self.conv1, self.conv2, self.conv3):
+            conv.weight[0].zero_()
+            conv.weight[0, 0, 1, 1] = 1.0
+        self.fconv.weight.zero_()
+        self.fconv.weight[0, 0] = 1.0
 
     @renamed_keywords(mask="valid")
     def forward(self, sim: Tensor, valid: Tensor | None = None) -> tuple[Tensor, Tensor | None]:

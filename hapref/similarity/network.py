@@ -271,7 +271,7 @@ class VideoSimilarityNetwork(nn.Module):
 
     def __init__(self, dims: int | None = None, spatial_k: float = 0.1, temporal_k: float = 0.03,
                  attention: bool = False, comparator: bool = True, chunk_size: int = 256,
-                 signed_scores: bool = False, min_len: int = 4) -> None:
+                 signed_scores: bool = False, min_len: int = 4, psi_init: str = "xavier") -> None:
         super().__init__()
         if attention and dims is None:
             raise ValueError("dims must be given when attention=True")
@@ -280,7 +280,7 @@ class VideoSimilarityNetwork(nn.Module):
         self.spatial_k, self.temporal_k, self.chunk_size = spatial_k, temporal_k, chunk_size
         self.signed_scores, self.min_len = signed_scores, min_len
         self.attention = RegionAttention(dims) if attention else None
-        self.comparator = VideoComparator() if comparator else None
+        self.comparator = VideoComparator(psi_init) if comparator else None
 
     def index(self, features: Tensor) -> Tensor:
         """Region features ``[N, T, R, D]`` ready for comparison (attention applied when enabled).

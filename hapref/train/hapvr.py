@@ -49,7 +49,7 @@ LOSSES: tuple[str, ...] = VIDEO_LOSSES
 DEFAULT_LOSS = "quadlinear_ap"
 DATA_VERSION = 2
 DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "view_batches", "batch_videos", "whiten_dim",
-               "frames_dir", "backbone", "teacher", "benchmark_seed", "pooling", "dino_checkpoint")
+               "frames_dir", "backbone", "teacher", "benchmark_seed", "pooling", "dino_checkpoint", "shuffle_views")
 TEACHERS = ("backbone", "dino")
 
 
@@ -85,6 +85,8 @@ class HAPVRProfile:
     benchmark_seed: int = 0     # instance of the benchmark design (``build_copy_benchmark(seed=...)``)
     dino_checkpoint: str | None = None  # teacher="dino": a local DINO ViT-S/16 file (features.load_dino_vits16)
     pooling: str = ""           # student regions: "" = auto (FrameEncoder.pooling_for), "l3imac" or "l3imac_released"
+    shuffle_views: bool = True  # S2VS strong views shuffle-dropout their segments; False keeps the order (departure)
+    psi_init: str = "xavier"    # ψ's initialisation: "xavier" (released) or "pooling" (hapref's, a 4x4 max-pool)
 
     def __post_init__(self) -> None:
         # ψ pools twice, so a training view needs 4 frames; every count must leave a batch to train on
@@ -101,6 +103,14 @@ PROFILES: dict[str, HAPVRProfile] = {
                           batch_videos=4, steps=10, lr=1e-3, warmup_steps=2),
     "quick": HAPVRProfile("quick", train_clips=32, frames=16, stride=1, view_batches=12, whiten_dim=128,
                           batch_videos=4, steps=30, lr=1e-3, warmup_steps=3),
+    # Chapter 4's profile on the reshoot benchmark (hapref.data.benchmark.PROFILES["reshoot"]): batches of 4 pairs
+    # (a clip and its reshoot, so each batch holds the hard negatives the benchmark tests) and strong views that
+    # keep the frame order (shuffle_views=False: a shuffled view of a clip would be a positive that looks like
+    # its reshoot, the negative). All three are departures from the release, named in chapter 4.
+    # psi_init="pooling": ψ starts as a 4x4 max-pool (Chamfer on the pooled matrix) instead of Xavier weights.
+    "reshoot": HAPVRProfile("reshoot", train_clips=512, frames=16, stride=1, view_batches=16, whiten_dim=128,
+                            batch_videos=8, steps=100, lr=1e-3, warmup_steps=10, shuffle_views=False,
+                            psi_init="pooling"),
     "full": HAPVRProfile("full", train_clips=2048, frames=32, stride=2, view_batches=32, whiten_dim=512,
                          batch_videos=32, steps=5000, lr=4e-5, warmup_steps=250, eval_every=500, resample=True),
     # The released run (scripts/train.sh of https://github.com/yafeng19/HAP-VR): window 28, 64 pairs per GPU x 2
@@ -258,11 +268,12 @@ class FrameEncoder:
                 teacher.append((maps[-1].mean(dim=(-2, -1)) if self.teacher is None else self.teacher(part)).cpu())
         return torch.cat(regions), torch.cat(teacher)
 
-    def batch(self, clips: Tensor, frames: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
+    def batch(self, clips: Tensor, frames: int, generator: torch.Generator, shuffle: bool = True,
+              ) -> tuple[Tensor, Tensor, Tensor]:
         """Regions ``[2B, T, R, D]``, teacher ``[2B, T, C]`` and labels ``[2B, 2B]`` of a fresh S2VS batch.
 
         ``clips`` uint8 ``[B, T', H, W, 3]``; rows ``0..B-1`` are the weak views, ``B..2B-1`` the strong ones
-        (:func:`hapref.data.views.s2vs_batch`), all ``frames`` long.
+        (:func:`hapref.data.views.s2vs_batch`; ``shuffle=False`` keeps their frame order), all ``frames`` long.
 
         Examples:
             >>> from dataclasses import replace
@@ -275,7 +286,7 @@ class FrameEncoder:
             >>> bool(labels.diagonal().all()), bool(labels[0, 2] and labels[1, 3])   # weak_i <-> strong_i relevant
             (True, True)
         """
-        weak, strong, labels = s2vs_batch(clips, frames, generator)
+        weak, strong, labels = s2vs_batch(clips, frames, generator, shuffle=shuffle)
         views = torch.cat([weak, strong])
         regions, teacher = self(views.flatten(0, 1))
         return regions.view(*views.shape[:2], *regions.shape[1:]), teacher.view(*views.shape[:2], -1), labels
@@ -353,6 +364,24 @@ def clip_source(bench, profile: HAPVRProfile):
     return _frame_clips(profile.frames_dir, bench.config.frame_size, bench.config.train_frames)
 
 
+def pick_clips(bench, n_clips: int, batch: int, generator: torch.Generator) -> Tensor:
+    """Indices of ``batch`` training clips out of the first ``n_clips``: random clips, or, when the benchmark's
+    unlabeled split pairs each clip with its reshoot (``train_reshoots``), ``batch // 2`` random pairs.
+
+    Examples:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> sorted(pick_clips(build_copy_benchmark("smoke"), 16, 4, g).tolist())   # any 4 of the 16
+        [6, 9, 10, 12]
+        >>> paired = pick_clips(build_copy_benchmark("smoke", train_reshoots=True), 16, 4, g).tolist()
+        >>> [paired[i + 1] - paired[i] for i in (0, 2)], all(i % 2 == 0 for i in paired[::2])  # (2k, 2k + 1)
+        ([1, 1], True)
+    """
+    if not getattr(bench.config, "train_reshoots", False):
+        return torch.randperm(n_clips, generator=generator)[:batch]
+    pairs = torch.randperm(n_clips // 2, generator=generator)[:batch // 2]
+    return torch.stack([2 * pairs, 2 * pairs + 1], dim=1).flatten()
+
+
 def training_clips(bench, profile: HAPVRProfile, clips: Tensor) -> Tensor:
     """uint8 ``[B, T, H, W, 3]``: the unlabeled training clips ``clips`` (:func:`clip_source`), every ``stride``-th
     frame.
@@ -391,8 +420,8 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
     regions, teacher, labels = [], [], []
     for b in tqdm(range(p.view_batches), disable=not progress, desc="training views"):
         g = torch.Generator().manual_seed(b)
-        r, t, lab = encode.batch(training_clips(bench, p, torch.randperm(n_clips, generator=g)[:p.batch_videos]),
-                                 p.frames, g)
+        r, t, lab = encode.batch(training_clips(bench, p, pick_clips(bench, n_clips, p.batch_videos, g)),
+                                 p.frames, g, shuffle=p.shuffle_views)
         regions.append(r)
         teacher.append(t)
         labels.append(lab)
@@ -470,7 +499,8 @@ class HAPVRTask:
             torch.Size([3, 21])
         """
         return {"factory": "hapref.models.hapvr:build_hapvr_network",
-                "kwargs": {"dims": int(self.data.train.shape[-1]), "temporal_k": self.variant.temporal_k},
+                "kwargs": {"dims": int(self.data.train.shape[-1]), "temporal_k": self.variant.temporal_k,
+                           **({"psi_init": self.profile.psi_init} if self.profile.psi_init != "xavier" else {})},
                 "preprocess": {"whitening": "hapref.features.whitening:PCAWhitening"}}
 
     def preprocess(self) -> dict[str, nn.Module]:
@@ -507,9 +537,11 @@ class HAPVRTask:
             self._fresh = (bench, FrameEncoder(self.profile, bench.config.frame_size), whitening)
         bench, encode, whitening = self._fresh
         n_clips = min(self.profile.train_clips, len(clip_source(bench, self.profile)))
-        clips = training_clips(bench, self.profile, rank_batch(torch.randperm(n_clips, generator=g),
-                                                               self.profile.batch_videos))
-        regions, teacher, labels = encode.batch(clips, self.profile.frames, rank_stream(g))
+        order = (torch.randperm(n_clips, generator=g) if not bench.config.train_reshoots
+                 else pick_clips(bench, n_clips, n_clips - n_clips % 2, g))
+        clips = training_clips(bench, self.profile, rank_batch(order, self.profile.batch_videos))
+        regions, teacher, labels = encode.batch(clips, self.profile.frames, rank_stream(g),
+                                                shuffle=self.profile.shuffle_views)
         return {"features": whitening(regions).to(device), "teacher": teacher.to(device),
                 "relevance": labels.to(device)}
 
