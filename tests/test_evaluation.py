@@ -504,6 +504,53 @@ def test_partial_similarities_are_scored_against_the_whole_database(fixture_root
         _close(evaluate("vcdb", partial, fixture_root), _ref_vcdb(partial, all_db, queries, positives))
 
 
+def test_a_missing_query_is_not_scored_and_only_missing_pairs_of_scored_queries_are_misses(fixture_root):
+    """The coverage warning says what happens: a query the file lacks is not scored (left out of mAP and
+    μAP, its pairs with it); a (query, database video) pair a scored query lacks is never retrieved."""
+    from hapref.evaluation import CoverageWarning
+    folder = fixture_root / "annotations" / "fivr"
+    data, easy = _load(folder / "fivr.pickle"), set((folder / "fivr_easy_duplicates.txt").read_text().split())
+    ann, sims = _sims("fivr-5k", fixture_root, seed=2)
+    for dropped in (ann.queries[0], next(q for q in ann.queries if q in ann.database)):
+        fewer = {q: row for q, row in sims.items() if q != dropped}
+        its_pairs = len(ann.database) - (dropped in ann.database)   # a query is never its own target
+        with pytest.warns(CoverageWarning) as caught:
+            got = evaluate("fivr-5k", fewer, fixture_root)
+        message = str(caught[0].message)
+        assert (f"1 of {len(ann.queries)} queries have no scores: not scored, left out of mAP and μAP "
+                f"(with their {its_pairs} pairs)") in message, message
+        assert "never retrieved" not in message, message   # every scored query has all its pairs
+        cov = got.coverage
+        assert cov.missing_query_pairs == its_pairs and cov.pairs == cov.pairs_total - its_pairs
+        # the score is the score over the scored queries only: the released reference that skips the query,
+        # and mAP the mean of the scored queries' own APs (ranked_ap), not a 0 for the missing one
+        _close(got, _ref_fivr(fewer, None, data, "5k", easy))
+        for key in ("DSVR", "CSVR", "ISVR"):
+            relevance = ann.relevance(key).numpy()
+            aps = []
+            for q, row in fewer.items():
+                targets = [t for t in row if t != q]
+                rel = relevance[ann.queries.index(q)]
+                relevant = np.array([rel[ann.database.index(t)] for t in targets])
+                gt_len = int(sum(r for v, r in zip(ann.database, rel) if v != q))
+                if gt_len:
+                    aps.append(ranked_ap(np.array([row[t] for t in targets]), relevant, gt_len))
+            assert len(aps) == len(fewer) and got[key] == pytest.approx(np.mean(aps), abs=1e-12)
+            assert got[key] > np.mean(aps + [0.0]) + 1e-3
+        # dropping videos of the scored queries as well: those pairs, and only those, are never retrieved
+        partial = _partial(fewer, 20)
+        missing = sum(its_pairs_q - len([t for t in row if t != q])
+                      for q, row in partial.items()
+                      for its_pairs_q in [len(ann.database) - (q in ann.database)])
+        with pytest.warns(CoverageWarning) as caught:
+            got = evaluate("fivr-5k", partial, fixture_root)
+        message = str(caught[0].message)
+        scored_pairs = cov.pairs_total - its_pairs
+        assert (f"(with their {its_pairs} pairs); {missing} of {scored_pairs} (query, database video) pairs of "
+                "the scored queries have no score and count as never retrieved") in message, message
+        _close(got, _ref_fivr(partial, None, data, "5k", easy))   # the released default: misses
+
+
 def test_partial_svd_pairs_are_misses(fixture_root):
     from hapref.evaluation import CoverageWarning
     _, sims = _sims("svd", fixture_root)

@@ -141,9 +141,11 @@ class Coverage:
 
     ``queries`` of ``queries_total`` protocol queries had a list; ``database`` of ``database_total``
     protocol database videos had at least one score; ``counted`` of them took part (all, or the declared
-    ``available`` ones); ``pairs`` of ``pairs_total`` (query, counted video) pairs (a query never counts as
-    its own target) had a score; the others count as never retrieved. ``basis``: ``"protocol"`` (the whole
-    database) or ``"available"`` (a declared subset).
+    ``available`` ones); ``pairs`` of ``pairs_total`` (query, counted video) pairs of every protocol query (a
+    query never counts as its own target) had a score. ``missing_query_pairs`` of the ``pairs_total`` belong to
+    queries without a list: those queries are not scored at all (left out of mAP and μAP). The other missing
+    pairs, of scored queries, count as never retrieved. ``basis``: ``"protocol"`` (the whole database) or
+    ``"available"`` (a declared subset).
 
     Examples:
         >>> c = Coverage(queries=50, queries_total=50, database=100, database_total=5000, counted=5000, pairs=5000,
@@ -160,6 +162,7 @@ class Coverage:
     pairs: int
     pairs_total: int
     basis: str = "protocol"
+    missing_query_pairs: int = 0
 
     @property
     def complete(self) -> bool:
@@ -192,19 +195,25 @@ class Coverage:
             True
             >>> Coverage(2, 2, 3, 3, 3, 5, 6).warning()[:59]
             'incomplete evaluation: 1 of 6 (query, database video) pairs'
+            >>> print(Coverage(1, 2, 3, 3, 3, 2, 6, missing_query_pairs=3).warning())  # doctest: +NORMALIZE_WHITESPACE
+            incomplete evaluation: 1 of 2 queries have no scores: not scored, left out of mAP and μAP (with their
+            3 pairs); 1 of 3 (query, database video) pairs of the scored queries have no score and count as never
+            retrieved [queries 1/2, database videos 3/3 (counted: the whole database), pairs 2/6]
         """
         if self.complete:
             return None
         parts = []
         if self.queries < self.queries_total:
-            parts.append(f"{self.queries_total - self.queries} of {self.queries_total} queries have no scores "
-                         "and are left out")
+            parts.append(f"{self.queries_total - self.queries} of {self.queries_total} queries have no scores: "
+                         f"not scored, left out of mAP and μAP (with their {self.missing_query_pairs} pairs)")
         if self.counted < self.database_total:
             parts.append(f"only {self.counted} of {self.database_total} database videos are counted "
                          "(a declared subset: not comparable with published numbers)")
-        if self.pairs < self.pairs_total:
-            parts.append(f"{self.pairs_total - self.pairs} of {self.pairs_total} (query, database video) pairs "
-                         "have no score and count as never retrieved")
+        scored_total = self.pairs_total - self.missing_query_pairs   # the pairs of the scored queries
+        if self.pairs < scored_total:
+            parts.append(f"{scored_total - self.pairs} of {scored_total} (query, database video) pairs "
+                         + ("of the scored queries " if self.missing_query_pairs else "")
+                         + "have no score and count as never retrieved")
         return "incomplete evaluation: " + "; ".join(parts) + f" [{self.describe()}]"
 
 
@@ -704,7 +713,7 @@ def _coverage(lists: _Lists, queries: Iterable[str], database: Iterable[str], de
     counted = db_mask & lists.available
     by_query = dict(zip(lists.queries, lists.targets))
     seen = np.zeros(len(lists.names), dtype=bool)
-    pairs = pairs_total = 0
+    pairs = pairs_total = missing_query_pairs = 0
     n_counted = int(counted.sum())
     for q in queries:
         qcode = lists.codes.get(q, -1)
@@ -717,7 +726,8 @@ def _coverage(lists: _Lists, queries: Iterable[str], database: Iterable[str], de
             n_want = int(want.sum())
         pairs_total += n_want
         targets = by_query.get(q)
-        if targets is None:
+        if targets is None:                 # not scored: left out of every mAP and μAP
+            missing_query_pairs += n_want
             continue
         hit = targets[want[targets] & (targets != qcode)]   # a dict's targets are distinct
         seen[hit] = True
@@ -725,7 +735,7 @@ def _coverage(lists: _Lists, queries: Iterable[str], database: Iterable[str], de
     return Coverage(queries=sum(q in by_query for q in queries), queries_total=len(queries),
                     database=int((seen & db_mask).sum()), database_total=int(db_mask.sum()),
                     counted=n_counted, pairs=pairs, pairs_total=pairs_total,
-                    basis="available" if declared else "protocol")
+                    basis="available" if declared else "protocol", missing_query_pairs=missing_query_pairs)
 
 
 # ---------------------------------------------------------------------------------------------------- public
