@@ -65,7 +65,7 @@ def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metri
         low = min([v.min() for v in values] + extra)
         high = max([v.max() for v in values] + extra)
         pad = max(0.02, 0.15 * (high - low))
-        ax.set_xlim(max(0.0, low - pad), min(1.0, high + pad))
+        ax.set_xlim(0.0, min(1.0, high + pad))         # bars start at zero: lengths compare honestly
         ax.set_yticks(y, names)
         ax.invert_yaxis()
         ax.set_xlabel(metric)
@@ -73,6 +73,38 @@ def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metri
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def plot_scale_curves(curves: Mapping[str, Sequence[Sequence[Sequence[float]]]], baseline: float | None = None,
+                      baseline_label: str = "best training-free", xlabel: str = "training step",
+                      ylabel: str = "DSVR mAP (held-out)", ax: Axes | None = None) -> Axes:
+    """Metric against training scale, one line per method: the mean over runs and their min–max band.
+
+    ``curves[name]`` holds one curve per run, each a list of ``(x, value)`` points at the same ``x`` values
+    (e.g. the ``curve`` of a stored sweep row: mAP every 25 steps); ``baseline`` draws a dashed line.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> ax = plot_scale_curves({"trained": [[(25, 0.5), (50, 0.7)], [(25, 0.55), (50, 0.72)]]}, baseline=0.5)
+        >>> [line.get_label() for line in ax.get_lines()]
+        ['trained', 'best training-free']
+        >>> plt.close(ax.figure)
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 3.6))
+    for name, runs in curves.items():
+        points = np.asarray(runs, dtype=float)                 # [runs, points, 2]
+        if points.ndim != 3 or points.shape[-1] != 2:
+            raise ValueError(f"curves[{name!r}] must be runs of (x, value) points at the same x, got shape "
+                             f"{points.shape}")
+        x, values = points[0, :, 0], points[..., 1]
+        line, = ax.plot(x, values.mean(axis=0), marker="o", ms=3, label=name)
+        ax.fill_between(x, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2, lw=0)
+    if baseline is not None:
+        ax.axhline(baseline, color="k", ls="--", lw=1, label=baseline_label)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    ax.legend(loc="lower right")
+    return ax
 
 
 def plot_similarity_distributions(scores: Mapping[str, tuple[np.ndarray, np.ndarray]], bins: int = 30) -> Figure:
