@@ -162,16 +162,16 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
     task = HAPVRTask(p, v, seed)
     if train_steps == 0:
         seed_everything(seed)                 # as fit() does before it builds the model
-        model, curve = task.build_model(), []
+        model, curve = task.build_model().eval(), []
+        with torch.no_grad():
+            metrics = task.evaluate(model)
     else:
         config = config_for(p, seed, steps=train_steps, warmup_steps=min(p.warmup_steps, train_steps),
                             eval_every=CURVE_EVERY)
         result = fit(task, config, progress=False)
-        model = result.model
+        model, metrics = result.model.eval(), dict(result.metrics)   # fit evaluated the last step
         curve = [[int(h["step"]), round(float(h["mAP"]), 6)] for h in result.history if "mAP" in h]
-    model.eval()
     with torch.no_grad():
-        metrics = map_and_micro_ap(task.scores(model).cpu(), task.data.relevance)
         db, valid = shuffled_database(task)
         shuffled = model.score(task.data.queries, db, task.data.query_valid, valid)
         metrics["mAP_shuffled"] = map_and_micro_ap(shuffled.cpu(), task.data.relevance)["mAP"]
