@@ -8,11 +8,21 @@ For every HTML page it asserts that
 - no request leaves the machine (only ``file:``, ``data:``, ``blob:`` and ``about:`` URLs are fetched),
 - no console error, uncaught exception or failed load is reported,
 - every image loads (``HTMLImageElement.decode`` resolves with a non-zero natural width),
-- no raw TeX delimiter (``$$``, ``\\(``, ``\\[``) is left in the rendered text once MathJax has typeset the page.
+- no raw TeX delimiter (``$$``, ``\\(``, ``\\[``) is left in the rendered text once MathJax has typeset the page,
+- and, at a 1280-px window (the conventions of issue 33), the typography of the text column:
+  no figure image is displayed below 75 % of its natural width, and no code block, cell output or display
+  equation scrolls or is clipped sideways (an element whose ``scrollWidth`` exceeds its ``clientWidth``).
+
+The typography violations name the page, the section and the element (the cell number, the first code line or
+the equation), so a chapter's owner can find them. As a script it prints every violation of every page instead
+of stopping at the first::
+
+    python tests/browser/test_browser.py --report _build/html
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -31,8 +41,10 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = Path(os.environ.get("HAPREF_BOOK_HTML", ROOT / "_build" / "html"))
 BROWSER = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 LOCAL_SCHEMES = {"file", "data", "blob", "about", "chrome-error"}
+WINDOW = (1280, 900)  # a laptop window: the text column is then 676 px wide
+MIN_IMAGE_SCALE = 0.75  # a figure shown below 75 % of its natural width has 4-6 px tick labels
 
-pytestmark = [
+pytestmark = [] if __name__ == "__main__" else [
     pytest.mark.skipif(not (HTML / "index.html").is_file(), reason=f"no built book at {HTML}"),
     pytest.mark.skipif(BROWSER is None, reason="no Chromium installed"),
 ]
@@ -61,6 +73,64 @@ INSPECT = r"""
   return JSON.stringify({broken: broken, tex: tex, title: document.title});
 })()
 """
+
+# Runs in the loaded page (after INSPECT, so MathJax has typeset and the images are decoded): the typography of
+# the article at the current window width. Each violation names the section (its id), the cell (its number among
+# the page's cells) and the element itself.
+TYPOGRAPHY = r"""
+(() => {
+  const article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+  const cells = Array.from(article.querySelectorAll("div.cell"));
+  const where = el => {
+    const section = el.closest("section[id]");
+    const cell = el.closest("div.cell");
+    const parts = [section ? "#" + section.id : "top"];
+    if (cell) { parts.push("cell " + (cells.indexOf(cell) + 1)); }
+    return parts.join(", ");
+  };
+  const snippet = text => {
+    const line = (text || "").split("\n").find(l => l.trim()) || "";
+    return line.trim().slice(0, 70);
+  };
+  const out = [];
+  const hidden = el => el.offsetParent === null || el.closest("details:not([open])");
+  for (const img of article.querySelectorAll("img")) {
+    if (!img.naturalWidth || hidden(img)) continue;
+    const shown = img.getBoundingClientRect().width;
+    const scale = shown / img.naturalWidth;
+    if (scale < MIN_SCALE) {
+      const src = (img.currentSrc || img.src).split("/").pop();
+      out.push({kind: "image", where: where(img), src: img.currentSrc || img.src, shown: shown,
+                natural: img.naturalWidth,
+                what: `${src.slice(0, 16)}... shown ${Math.round(shown)} of ${img.naturalWidth} px ` +
+                      `(${scale.toFixed(2)} < ${MIN_SCALE})`});
+    }
+  }
+  for (const pre of article.querySelectorAll("pre")) {
+    if (hidden(pre)) continue;
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const kind = pre.closest(".cell_output, .output") ? "output" : "code";
+      out.push({kind: kind, where: where(pre),
+                what: `${pre.scrollWidth} px wide in a ${pre.clientWidth} px box: "${snippet(pre.textContent)}"`});
+    }
+  }
+  for (const box of article.querySelectorAll("div.math")) {
+    if (hidden(box)) continue;
+    const math = box.querySelector("mjx-container") || box;
+    const inner = math.firstElementChild || math;
+    const needed = Math.max(box.scrollWidth, math.scrollWidth, inner.getBoundingClientRect().width);
+    const room = Math.min(box.clientWidth, article.clientWidth);
+    if (needed > room + 1) {
+      const label = box.querySelector(".eqno a, .eqno") || box.previousElementSibling;
+      const tex = (math.getAttribute && math.getAttribute("aria-label")) || box.textContent;
+      const name = box.id || (label && label.id) || "";
+      out.push({kind: "equation", where: where(box),
+                what: `${Math.round(needed)} px wide in a ${room} px column ${name}: "${snippet(tex)}"`});
+    }
+  }
+  return JSON.stringify(out);
+})()
+""".replace("MIN_SCALE", repr(MIN_IMAGE_SCALE))
 
 
 class DevTools:
@@ -109,20 +179,23 @@ class DevTools:
         self.ws.close()
 
 
-@pytest.fixture(scope="module")
-def page():
+@contextlib.contextmanager
+def chromium(browser: str | None = None):
+    """Headless Chromium with a 1280-px window, yielding a DevTools session on its page (used by the tests and
+    by ``--report``)."""
     profile = tempfile.mkdtemp(prefix="hapref-chromium-")
-    args = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    width, height = WINDOW
+    args = [browser or BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
             "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-extensions",
             "--disable-default-apps", "--mute-audio", f"--user-data-dir={profile}", "--remote-debugging-port=0",
-            "about:blank"]
+            "--hide-scrollbars", f"--window-size={width},{height}", "about:blank"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         port_file = Path(profile) / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not (port_file.is_file() and port_file.read_text().strip()):
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"Chromium did not start (exit code {proc.poll()})")
+                raise RuntimeError(f"Chromium did not start (exit code {proc.poll()})")
             time.sleep(0.1)
         port = int(port_file.read_text().split()[0])
         targets = _json(f"http://127.0.0.1:{port}/json/list")
@@ -130,6 +203,9 @@ def page():
         session = DevTools(target["webSocketDebuggerUrl"])
         for domain in ("Page", "Network", "Runtime", "Log"):
             session.send(f"{domain}.enable")
+        # The window's layout width, whatever the headless default: the text column is then 676 px wide.
+        session.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
+                     mobile=False)
         yield session
         session.close()
     finally:
@@ -139,6 +215,82 @@ def page():
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def page():
+    try:
+        with chromium() as session:
+            yield session
+    except RuntimeError as e:
+        pytest.fail(str(e))
+
+
+def visit(page: DevTools, path: Path) -> dict:
+    """Opens one page and returns what it showed: ``seen`` (INSPECT's report), ``problems`` (requests and errors
+    from the DevTools events) and ``typography`` (TYPOGRAPHY's violations)."""
+    page.events.clear()
+    page.send("Page.navigate", url=path.as_uri())
+    page.wait_for("Page.loadEventFired")
+    result = page.send("Runtime.evaluate", expression=INSPECT, awaitPromise=True, returnByValue=True, timeout=60000)
+    if "exceptionDetails" in result:
+        raise RuntimeError(f"inspection script failed on {path}: {result['exceptionDetails']}")
+    seen = json.loads(result["result"]["value"])
+    page.drain(0.5)
+    typo = page.send("Runtime.evaluate", expression=TYPOGRAPHY, returnByValue=True, timeout=60000)
+    if "exceptionDetails" in typo:
+        raise RuntimeError(f"typography script failed on {path}: {typo['exceptionDetails']}")
+    violations = [v for v in json.loads(typo["result"]["value"]) if not _drawn_for_the_column(v)]
+    return {"seen": seen, "problems": _problems(page.events), "typography": violations}
+
+
+def png_dpi(path: Path) -> float | None:
+    """The resolution a PNG declares (its ``pHYs`` chunk, in pixels per inch), or None where it declares none."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    at = 8
+    while at + 8 <= len(data):
+        length = int.from_bytes(data[at:at + 4], "big")
+        kind = data[at + 4:at + 8]
+        if kind == b"pHYs" and length == 9:
+            x, unit = int.from_bytes(data[at + 8:at + 12], "big"), data[at + 16]
+            return x * 0.0254 if unit == 1 and x else None
+        if kind in (b"IDAT", b"IEND"):
+            return None
+        at += 12 + length
+    return None
+
+
+def _drawn_for_the_column(violation: dict) -> bool:
+    """A PNG saved at more than 100 dpi (a sharper copy of a figure): its natural width is its width in inches at
+    matplotlib's 100 dpi, the size its fonts were chosen for, not its pixel count."""
+    if violation["kind"] != "image":
+        return False
+    url = urllib.parse.urlsplit(violation["src"])
+    dpi = png_dpi(Path(urllib.parse.unquote(url.path))) if url.scheme == "file" else None
+    if not dpi or dpi <= 100.5:
+        return False
+    natural = violation["natural"] * 100 / dpi
+    scale = violation["shown"] / natural
+    violation["what"] += f"; at 100 dpi {natural:.0f} px, {scale:.2f}"
+    return scale >= MIN_IMAGE_SCALE
+
+
+_VISITS: dict[Path, dict] = {}
+
+
+def _visit_once(page: DevTools, path: Path) -> dict:
+    if path not in _VISITS:
+        _VISITS[path] = visit(page, path)
+    return _VISITS[path]
+
+
+def format_violations(name: str, violations: list[dict]) -> str:
+    return "\n".join(f"{name} [{v['where']}] {v['kind']}: {v['what']}" for v in violations)
 
 
 def _json(url: str):
@@ -187,19 +339,61 @@ def test_book_pages_are_found():
     assert "book/index.html" in names and any(n.startswith("book/") for n in names), sorted(names)
 
 
-@pytest.mark.parametrize("path", _pages(), ids=lambda p: p.relative_to(HTML).as_posix())
+def _name(path: Path) -> str:
+    return path.relative_to(HTML).as_posix()
+
+
+@pytest.mark.parametrize("path", _pages(), ids=_name)
 def test_page_renders_offline(page: DevTools, path: Path) -> None:
-    page.events.clear()
-    page.send("Page.navigate", url=path.as_uri())
-    page.wait_for("Page.loadEventFired")
-    result = page.send("Runtime.evaluate", expression=INSPECT, awaitPromise=True, returnByValue=True, timeout=60000)
-    if "exceptionDetails" in result:
-        pytest.fail(f"inspection script failed: {result['exceptionDetails']}")
-    seen = json.loads(result["result"]["value"])
-    page.drain(0.5)
-    problems = _problems(page.events)
+    shown = _visit_once(page, path)
+    seen, problems = shown["seen"], shown["problems"]
     assert seen["title"], "page has no title"
     assert not problems["remote requests"], f"{path.name} fetched from other hosts: {problems['remote requests']}"
     assert not problems["errors"], f"{path.name} reported errors: {problems['errors']}"
     assert not seen["broken"], f"{path.name} has images that do not load: {seen['broken']}"
     assert not seen["tex"], f"{path.name} shows raw TeX: {seen['tex']}"
+
+
+@pytest.mark.parametrize("path", _pages(), ids=_name)
+def test_page_typography(page: DevTools, path: Path) -> None:
+    """At a 1280-px window: figures at >= 75 % of their natural width, nothing scrolls or is clipped sideways."""
+    violations = _visit_once(page, path)["typography"]
+    assert not violations, (f"{len(violations)} typography violations at a {WINDOW[0]}-px window "
+                            f"(figures >= {MIN_IMAGE_SCALE:.0%} of natural width, no sideways scrolling):\n"
+                            + format_violations(_name(path), violations))
+
+
+def report(html: Path) -> int:
+    """Prints every typography violation of every page of the book built in ``html``; returns their number."""
+    global HTML
+    HTML = html.resolve()
+    pages = _pages()
+    if not pages:
+        raise SystemExit(f"no built book at {html}")
+    if BROWSER is None:
+        raise SystemExit("no Chromium installed (chromium, chromium-browser or google-chrome)")
+    total = 0
+    with chromium() as session:
+        for path in pages:
+            shown = visit(session, path)
+            violations = shown["typography"]
+            total += len(violations)
+            other = [*shown["problems"]["remote requests"], *shown["problems"]["errors"], *shown["seen"]["broken"],
+                     *shown["seen"]["tex"]]
+            print(f"{_name(path)}: {len(violations)} typography violations"
+                  + (f", {len(other)} other problems" if other else ""))
+            if violations:
+                print(format_violations(_name(path), violations))
+            for problem in other:
+                print(f"{_name(path)} other: {problem}")
+    print(f"total: {total} typography violations on {len(pages)} pages")
+    return total
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--report", metavar="HTML", type=Path, default=HTML,
+                        help="the built book's html folder (default: %(default)s)")
+    raise SystemExit(1 if report(parser.parse_args().report) else 0)
