@@ -73,6 +73,8 @@ class BenchmarkConfig:
     train_reshoots: bool = False   # unlabeled clip 2k+1 re-shoots clip 2k (photo scenes only)
     reshoot_segment: int = 2       # frames per run that a reshoot keeps in order (its shots, at 1 frame/s)
     reshoot_jitter: float = 0.12   # how far a reshoot's camera is from the original's (centre shift, zoom)
+    stock_shots: int = 0           # generic stock shots (intros) that open every video and training clip (0 = none)
+    stock_frames: int = 8          # frames of a video's opening stock shot (training clips: scaled to train_frames)
 
     def __post_init__(self) -> None:
         if self.frame_size < 16 or self.frame_size % 2:
@@ -93,8 +95,13 @@ class BenchmarkConfig:
         if self.reshoot_segment < 1 or (self.reshoots_per_query and 2 * self.reshoot_segment > self.num_frames):
             raise ValueError(f"reshoot_segment must be >= 1 and leave two segments in num_frames={self.num_frames}, "
                              f"got {self.reshoot_segment}")
+        if self.stock_shots and not 1 <= self.stock_frames < self.num_frames:
+            raise ValueError(f"stock_frames must be in [1, num_frames={self.num_frames}) with stock shots, "
+                             f"got {self.stock_frames}")
+        if self.stock_shots and (self.reshoots_per_query or self.train_reshoots or self.channels):
+            raise ValueError("stock_shots cannot be combined with reshoots or channels (one design at a time)")
         for name in ("copies_per_query", "same_scene_per_query", "num_distractors", "num_train_clips",
-                     "reshoots_per_query"):
+                     "reshoots_per_query", "stock_shots"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
@@ -114,6 +121,10 @@ PROFILES: dict[str, BenchmarkConfig] = {
     # Queries film photos (only a photo's camera moves can be retraced).
     "reshoot": BenchmarkConfig(reshoots_per_query=4, same_scene_per_query=1, num_distractors=40,
                                num_train_clips=512, train_reshoots=True),
+    # Chapter 6's benchmark, where a frame alone is ambiguous: every video, query, copy, distractor and training
+    # clip alike, opens with one of four generic stock shots (an intro, half of its frames) that unrelated videos
+    # share, so a frame-wise match counts the shared intro as evidence; what identifies a video is the rest.
+    "stock": BenchmarkConfig(stock_shots=4, stock_frames=8, num_distractors=40, num_train_clips=512),
     "full": BenchmarkConfig(frame_size=224, num_frames=32, num_query_scenes=16, copies_per_query=8,
                             same_scene_per_query=3, num_distractors=256, num_train_clips=8192, train_frames=64),
 }
@@ -244,6 +255,47 @@ def reshoot(scene: str, paths: list, size: int, segment: int, generator: torch.G
     return frames[order].contiguous(), {"scene": scene, "order": order}
 
 
+def stock_pool(config: BenchmarkConfig) -> list[Tensor]:
+    """The ``config.stock_shots`` generic stock shots (intros), each ``max(stock_frames, scaled training length)``
+    frames uint8 ``[L, S, S, 3]``, filmed once from clip scenes (queries film photos) and reused by every video that opens with one.
+
+    Examples:
+        >>> config = BenchmarkConfig(frame_size=32, num_frames=8, stock_shots=2, stock_frames=4, train_frames=8)
+        >>> [tuple(shot.shape) for shot in stock_pool(config)]
+        [(4, 32, 32, 3), (4, 32, 32, 3)]
+    """
+    if config.stock_shots < 1:
+        raise ValueError(f"config.stock_shots must be >= 1 for a stock pool, got {config.stock_shots}")
+    g = torch.Generator().manual_seed(_child_seed(config.seed, "stock"))
+    scenes = [s for s in _scenes() if s.startswith("clip:")]   # stock footage: clips (queries film photos)
+    length = max(config.stock_frames, _stock_length(config, config.train_frames))
+    with _one_thread():
+        return [film(scenes[transforms.randint(g, 0, len(scenes) - 1)], length, config.frame_size, g,
+                     max_shots=1)[0] for _ in range(config.stock_shots)]
+
+
+def _stock_length(config: BenchmarkConfig, num_frames: int) -> int:
+    """Frames of the opening stock shot in a video of ``num_frames`` frames (the share of ``stock_frames``)."""
+    return max(1, round(config.stock_frames * num_frames / config.num_frames))
+
+
+def open_with_stock(frames: Tensor, shot: Tensor, config: BenchmarkConfig) -> Tensor:
+    """``frames [T, S, S, 3]`` with its first frames replaced by the opening of stock ``shot`` (same length T).
+
+    Examples:
+        >>> config = BenchmarkConfig(frame_size=32, num_frames=8, stock_shots=1, stock_frames=4)
+        >>> video = open_with_stock(torch.zeros(8, 32, 32, 3, dtype=torch.uint8),
+        ...                         torch.ones(6, 32, 32, 3, dtype=torch.uint8), config)
+        >>> video[:, 0, 0, 0].tolist()
+        [1, 1, 1, 1, 0, 0, 0, 0]
+    """
+    n = _stock_length(config, frames.shape[0])
+    if shot.shape[0] < n or shot.shape[1:] != frames.shape[1:]:
+        raise ValueError(f"shot must hold >= {n} frames shaped like frames {tuple(frames.shape[1:])}, "
+                         f"got {tuple(shot.shape)}")
+    return torch.cat([shot[:n], frames[n:]])
+
+
 def _edit(frames: Tensor, family: str, generator: torch.Generator, host_scenes: list[str],
           config: BenchmarkConfig) -> tuple[Tensor, list[dict]]:
     """Apply the edits of one family ("temporal", "spatial", "codec", "mixed") and record them."""
@@ -322,7 +374,27 @@ class TrainClips(Dataset):
                 clip = film(scene, c.train_frames, c.frame_size, g)[0]
         if c.channels:
             clip = transforms.channel_template(clip, self.channel(index), c.banner)
+        if c.stock_shots:
+            clip = open_with_stock(clip, self._stock()[self.stock_index(index)], c)
         return clip
+
+    def _stock(self) -> list[Tensor]:
+        if not hasattr(self, "_stock_shots"):
+            self._stock_shots = stock_pool(self.config)
+        return self._stock_shots
+
+    def stock_index(self, index: int) -> int:
+        """The stock shot that opens clip ``index`` (uniform over ``config.stock_shots``; -1 without them).
+
+        Examples:
+            >>> clips = TrainClips(BenchmarkConfig(stock_shots=4), ["photo:brick"])
+            >>> 0 <= clips.stock_index(0) < 4, TrainClips(BenchmarkConfig(), ["photo:brick"]).stock_index(0)
+            (True, -1)
+        """
+        if not self.config.stock_shots:
+            return -1
+        g = torch.Generator().manual_seed(_child_seed(self.config.seed, "train-stock", index))
+        return transforms.randint(g, 0, self.config.stock_shots - 1)
 
     def _reshoot_pair(self, index: int) -> Tensor:
         """Clip ``2k`` films a photo scene, clip ``2k + 1`` re-shoots it (:func:`reshoot`)."""
@@ -520,7 +592,7 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
     # a clip can be a query scene only if it holds two disjoint windows (the query and its same-scene videos)
     eligible = [s for s in order if not s.startswith("clip:")
                 or sources.load_clip(s.split(":", 1)[1], c.frame_size).shape[0] >= 2 * _clip_span(c.num_frames)]
-    if c.reshoots_per_query:  # only a photo's camera moves can be retraced
+    if c.reshoots_per_query or c.stock_shots:  # a photo's moves can be retraced; stock footage is clips
         eligible = [s for s in eligible if s.startswith("photo:")]
     query_scenes = eligible[:c.num_query_scenes]
     other_scenes = [s for s in order if s not in query_scenes]
@@ -528,6 +600,17 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
     # Channels draw from a stream of their own, so a config without channels keeps its bytes.
     gc = torch.Generator().manual_seed(_child_seed(c.seed, "channels"))
     gr = torch.Generator().manual_seed(_child_seed(c.seed, "reshoots"))  # likewise for reshoots
+
+    stock = stock_pool(c) if c.stock_shots else []
+    gk = torch.Generator().manual_seed(_child_seed(c.seed, "stock-pick"))  # likewise for stock shots
+
+    def open_with(frames: Tensor, vid: str, shot: int | None = None) -> Tensor:
+        """Every original video opens with a stock shot (drawn unless given); copies inherit the query's."""
+        if not c.stock_shots:
+            return frames
+        shot = transforms.randint(gk, 0, c.stock_shots - 1) if shot is None else shot
+        info[vid]["stock"] = shot
+        return open_with_stock(frames, stock[shot], c)
 
     def publish(frames: Tensor, vid: str, avoid: int | None = None) -> Tensor:
         if not c.channels:
@@ -547,6 +630,7 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
         frames, meta = film(scene, c.num_frames, c.frame_size, g, paths=paths)
         query_ids.append(qid)
         info[qid] = {"role": "query", **meta, "source": qid, "family": None, "transforms": []}
+        frames = open_with(frames, qid)
         query_videos.append(publish(frames, qid))
         for k in range(c.copies_per_query):
             family = COPY_FAMILIES[k % len(COPY_FAMILIES)]
@@ -561,6 +645,7 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
             other, meta = film(scene, c.num_frames, c.frame_size, g, avoid=info[qid].get("start"))
             vid = f"{qid}_scene{k:02d}"
             info[vid] = {"role": "same_scene", **meta, "source": qid, "family": None, "transforms": [], "level": "CS"}
+            other = open_with(other, vid)
             db.append((vid, publish(other, vid), qi, LEVELS["CS"]))
         for k in range(c.reshoots_per_query):
             again, meta = reshoot(scene, paths, c.frame_size, c.reshoot_segment, gr, c.reshoot_jitter)
@@ -572,11 +657,13 @@ def _generate(config: BenchmarkConfig) -> CopyBenchmark:
         frames, meta = film(scene, c.num_frames, c.frame_size, g)
         family = COPY_FAMILIES[k % len(COPY_FAMILIES)] if k % 5 else None  # 4 in 5 distractors are edited
         record: list[dict] = []
+        vid = f"d{k:04d}"
+        info[vid] = {}
+        frames = open_with(frames, vid)
         if family is not None:
             frames, record = _edit(frames, family, g, other_scenes, c)
-        vid = f"d{k:04d}"
         info[vid] = {"role": "distractor", **meta, "source": None, "family": family, "transforms": record,
-                     "level": "distractor"}
+                     "level": "distractor", **info[vid]}
         db.append((vid, publish(frames, vid), None, LEVELS["distractor"]))
 
     perm = torch.randperm(len(db), generator=g).tolist()  # relevant items must not sit in index order

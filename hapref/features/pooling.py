@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-POOLINGS = ("l3imac", "imac", "l3irmac", "l3imac_released")
+POOLINGS = ("l3imac", "imac", "l3irmac", "l3imac_released", "l3irmac_released")
 #: Max-pooling kernel of ResNet-50 layer1..4 in the released S2VS / HAP-VR extractor (stride ⌈s/2⌉).
 RELEASED_KERNELS = (28, 14, 6, 3)
 
@@ -96,6 +96,44 @@ def released_l3imac(maps: Sequence[Tensor], kernels: Sequence[int] = RELEASED_KE
     return F.normalize(torch.cat(parts, dim=1).flatten(2).transpose(1, 2), dim=-1)
 
 
+def released_tca_windows(size: int) -> list[tuple[int, int]]:
+    """The released TCA extractor's L3-iRMAC windows on a ``size``-cell side: ``p = int(2·size/7)``, kernel
+    ``int(1.5·p)``, stride ``p`` (56 cells: (0, 24), (16, 40), (32, 56); hapref's even windows are (0, 28), (14, 42),
+    (28, 56), :func:`region_windows`). Maps below 4 cells fall back to one window over the whole side.
+
+    Examples:
+        >>> released_tca_windows(56), released_tca_windows(28), released_tca_windows(7)
+        ([(0, 24), (16, 40), (32, 56)], [(0, 12), (8, 20), (16, 28)], [(0, 3), (2, 5), (4, 7)])
+    """
+    p = int(size * 2 / 7)
+    if p < 1:
+        return [(0, size)]
+    k = int(1.5 * p)
+    return [(a, a + k) for a in range(0, size - k + 1, p)]
+
+
+def released_l3irmac(maps: Sequence[Tensor]) -> Tensor:
+    """TCA's L3-iRMAC with the released extractor's windows (:func:`released_tca_windows`), ``[T, ΣC]`` float.
+
+    Per layer: L2-normalise each position over channels, max-pool each window, L2-normalise each region, sum the
+    regions, L2-normalise; the layers concatenated and L2-normalised (TCA Eq. 1).
+
+    Examples:
+        >>> maps = [torch.rand(2, 4, 56, 56), torch.rand(2, 6, 28, 28)]
+        >>> x = released_l3irmac(maps)
+        >>> tuple(x.shape), torch.allclose(x.norm(dim=-1), torch.ones(2))
+        ((2, 10), True)
+    """
+    parts = []
+    for fmap in maps:
+        fmap = F.normalize(fmap, dim=1)
+        rows, cols = released_tca_windows(fmap.shape[-2]), released_tca_windows(fmap.shape[-1])
+        regions = torch.stack([fmap[..., r0:r1, c0:c1].amax(dim=(-2, -1)) for r0, r1 in rows for c0, c1 in cols],
+                              dim=1)                                                     # [T, R, C]
+        parts.append(F.normalize(F.normalize(regions, dim=-1).sum(dim=1), dim=-1))
+    return F.normalize(torch.cat(parts, dim=-1), dim=-1)
+
+
 def pool_layers(maps: Sequence[Tensor], pooling: str = "l3imac", grid: int = 3) -> Tensor:
     """Frame descriptors from a backbone's feature maps (HAP-VR §3.2; TCA §3.2, Eq. 1).
 
@@ -105,7 +143,8 @@ def pool_layers(maps: Sequence[Tensor], pooling: str = "l3imac", grid: int = 3) 
     - ``"l3imac_released"``: the released S2VS / HAP-VR windows of :func:`hapref.features.released_l3imac` (ResNet-50
       maps; ``grid`` unused), comparable with the DnS / S2VS HDF5 feature files;
     - ``"imac"``: global max per channel, ``[T, ΣC]`` (TCA's iMAC);
-    - ``"l3irmac"``: regions L2-normalised and summed, ``[T, ΣC]`` (TCA's L3-iRMAC).
+    - ``"l3irmac"``: regions L2-normalised and summed, ``[T, ΣC]`` (TCA's L3-iRMAC on hapref's even windows);
+    - ``"l3irmac_released"``: the same on the released TCA extractor's windows (:func:`released_l3irmac`).
 
     Examples:
         >>> import torch
@@ -119,6 +158,8 @@ def pool_layers(maps: Sequence[Tensor], pooling: str = "l3imac", grid: int = 3) 
         raise ValueError("maps must hold at least one feature map")
     if pooling == "l3imac_released":
         return released_l3imac(maps)
+    if pooling == "l3irmac_released":
+        return released_l3irmac(maps)
     parts = []
     for fmap in maps:
         fmap = F.normalize(fmap, dim=1)

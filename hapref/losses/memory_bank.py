@@ -100,6 +100,26 @@ class MemoryBank(nn.Module):
         return self.keys[order], self.ids[order]
 
     @torch.no_grad()
+    @torch.no_grad()
+    def fill_random(self, generator: torch.Generator | None = None) -> None:
+        """Fill every slot with a random unit vector (id −1), as the released TCA code starts its queue.
+
+        A full bank of random keys gives the contrastive loss negatives from the first step on, so a run without
+        in-batch negatives is never left with none. Draws in float32, then casts to the bank's dtype.
+
+        Examples:
+            >>> bank = MemoryBank(size=3, dim=4)
+            >>> bank.fill_random(torch.Generator().manual_seed(0))
+            >>> keys, ids = bank.filled()
+            >>> tuple(keys.shape), torch.allclose(keys.norm(dim=1), torch.ones(3)), ids.tolist()
+            ((3, 4), True, [-1, -1, -1])
+        """
+        keys = torch.randn(self.keys.shape, generator=generator, dtype=torch.float32)
+        self.keys.copy_(torch.nn.functional.normalize(keys, dim=1).to(self.keys.dtype))
+        self.ids.fill_(-1)
+        self.pointer.zero_()
+        self.count.fill_(self.size)
+
     def enqueue(self, keys: Tensor, ids: Tensor | None = None) -> None:
         """Append ``keys [B, dim]`` (detached) with ``ids [B]`` (default −1); if B > size only the last ``size`` stay.
 
@@ -205,7 +225,9 @@ def _cross_entropy_column0(logits: Tensor, keep: Tensor, reduction: str = "mean"
 class MemoryBankInfoNCE(nn.Module):
     """InfoNCE against a memory bank (TCA Eq. 3): ``−log e^{s_p/τ} / (e^{s_p/τ} + Σ_j e^{s_n^j/τ})``, mean over rows.
 
-    ``temperature`` is τ; ``reduction`` ``"mean"`` (over rows), ``"sum"`` or ``"none"`` (``[B]``).
+    ``temperature`` is τ, by default 1/256: the value TCA's Table 1c tunes InfoNCE to (the scale of Circle loss's
+    γ = 256); MoCo's τ = 0.07, the paper's starting point, trails it there. ``reduction`` ``"mean"`` (over rows),
+    ``"sum"`` or ``"none"`` (``[B]``).
     :class:`hapref.losses.InfoNCE` is the score-matrix form (HAP-VR's L_base).
 
     Examples:
@@ -215,7 +237,7 @@ class MemoryBankInfoNCE(nn.Module):
     """
 
     @renamed_keywords(tau="temperature")
-    def __init__(self, temperature: float = 0.07, reduction: str = "mean") -> None:
+    def __init__(self, temperature: float = 1 / 256, reduction: str = "mean") -> None:
         super().__init__()
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")

@@ -32,7 +32,7 @@ from hapref.data.cache import config_key, data_root, load_cached, source_digest
 from hapref.features import PCAWhitening, load_backbone, pool_layers
 from hapref.features import backbones as backbones_module, pooling as pooling_module
 from hapref.files import atomic_torch_save
-from hapref.losses.memory_bank import MemoryBank, contrastive_loss
+from hapref.losses.memory_bank import MemoryBank, contrastive_loss, contrastive_similarities
 from hapref.models.aggregators import AGGREGATORS, build_aggregator
 from hapref.models.momentum import MomentumEncoder
 from hapref.models.tca import TemporalContextAggregator
@@ -53,9 +53,10 @@ LOSSES: tuple[str, ...] = ("infonce", "circle", "triplet")
 DEFAULT_LOSS = "circle"
 POOLINGS: tuple[str, ...] = ("l3irmac", "imac")
 MEASURES: tuple[str, ...] = ("cosine", "chamfer", "symmetric_chamfer")
+BANK_INITS: tuple[str, ...] = ("empty", "random")
 DATA_VERSION = 4
 DATA_FIELDS = ("benchmark", "train_clips", "distractor_clips", "frames", "stride", "eval_stride", "strong_views",
-               "whiten_dim", "backbone", "frames_dir", "pad_views")
+               "whiten_dim", "backbone", "frames_dir", "pad_views", "benchmark_seed", "region_windows")
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,18 @@ class TCAProfile:
     held_out: int = 8            # with ``features``: the last videos of the file, kept out for evaluation
     frames_dir: str | None = None    # decoded frames (FramesDirectory layout): the unlabeled clips and distractors
     pad_views: bool = False      # views keep their own length up to ``frames``, zero-padded with valid flags
+    benchmark_seed: int = 0      # the benchmark instance (``--data-seed``): same design, other videos and views
+    # Negatives: the paper and the released code use the memory bank only; the other rows' positives
+    # (in-batch negatives) are this project's extension, on with ``--set in_batch_negatives=true``.
+    in_batch_negatives: bool = False
+    # "random": the bank starts full of random unit vectors, as the released code's queue does; "empty": it
+    # starts empty and fills with distractor keys.
+    bank_init: str = "random"
+    # L3-iRMAC's 3x3 windows: "even" (hapref's, :func:`hapref.features.region_windows`) or "released" (the
+    # released extractor's kernel int(1.5p), stride p = int(2n/7): (0,24), (16,40), (32,56) on 56 cells).
+    region_windows: str = "even"
+    # Gradient-norm clipping: this project's safeguard (neither the paper nor the released code clips); None = off.
+    grad_clip: float | None = 10.0
 
 
 #: Dropout 0.5 as the paper states (the released ``train.py`` builds the model with 0.2).
@@ -104,18 +117,27 @@ PROFILES: dict[str, TCAProfile] = {
     "quick": TCAProfile("quick", train_clips=32, distractor_clips=32, frames=8, stride=2, eval_stride=2, strong_views=2,
                         whiten_dim=128, nhead=8, dim_feedforward=256, dropout=0.5, batch_videos=16, bank_size=128,
                         distractors_per_step=16, steps=100, lr=5e-4, warmup_steps=10),
+    # Chapter 6: the stock benchmark (every video opens with one of four shared stock shots), 16-frame views of
+    # whole clips (so every view keeps its intro), 200 steps.
+    "stock": TCAProfile("stock", train_clips=192, distractor_clips=128, frames=16, stride=2, eval_stride=2,
+                        strong_views=2, whiten_dim=128, nhead=8, dim_feedforward=256, dropout=0.5, batch_videos=16,
+                        bank_size=128, distractors_per_step=16, steps=200, lr=5e-4, warmup_steps=10),
     "full": TCAProfile("full", train_clips=2048, distractor_clips=2048, frames=32, stride=2, eval_stride=1,
                        strong_views=4, whiten_dim=1024, nhead=8, dim_feedforward=2048, dropout=0.5, batch_videos=64,
                        bank_size=4096, distractors_per_step=64, steps=5000, lr=1e-4, warmup_steps=250,
                        eval_every=500),
-    # The released run (README of https://github.com/xwen99/temporal_context_aggregation): ResNet-50 L3-iRMAC
-    # whitened to 1024-d, one Transformer layer (8 heads, FFN 2048), batch 64 per GPU x 8 GPUs, 16 background
-    # negatives per item, queue 4096, Adam lr 1e-5, wd 1e-4, 40 epochs, 64-frame crops zero-padded with valid
-    # flags; needs torchvision's ResNet-50 weights.
-    "released": TCAProfile("full", train_clips=4096, distractor_clips=4096, frames=64, stride=1, eval_stride=1,
+    # The released run (README of https://github.com/xwen99/temporal_context_aggregation): ResNet-50 L3-iRMAC on the
+    # released extractor's windows, whitened to 1024-d, one Transformer layer (8 heads, FFN 2048), batch 64 per GPU
+    # x 8 GPUs = 512 items, 16 background negatives per item (8,192 keys gathered per step, more than the 4,096-key
+    # queue keeps), queue of random unit vectors at the start, no in-batch negatives, no gradient clipping, Adam
+    # lr 1e-5, wd 1e-4, 40 epochs; training views zero-padded (with valid flags) to the README's 300 frames.
+    # Dropout 0.5 as the paper (the released train.py uses 0.2). Needs torchvision's ResNet-50 weights.
+    "released": TCAProfile("full", train_clips=4096, distractor_clips=4096, frames=300, stride=1, eval_stride=1,
                            strong_views=4, whiten_dim=1024, nhead=8, dim_feedforward=2048, dropout=0.5,
-                           batch_videos=512, bank_size=4096, distractors_per_step=1024, steps=6000, lr=1e-5,
-                           warmup_steps=0, eval_every=1000, backbone="resnet50", pad_views=True),
+                           batch_videos=512, bank_size=4096, distractors_per_step=8192, steps=6000, lr=1e-5,
+                           warmup_steps=0, eval_every=1000, backbone="resnet50", pad_views=True,
+                           in_batch_negatives=False, bank_init="random", region_windows="released",
+                           grad_clip=None),
 }
 
 
@@ -141,6 +163,7 @@ class Variant:
     aggregator: str = "transformer"   # Table 1a: "transformer" (TCA), "netvlad", "lstm", "gru"
     momentum: float = 0.0             # Table 1e: key encoder θ_k <- m θ_k + (1-m) θ_q; 0 = the current encoder
     margin: float = 0.1               # triplet loss (Table 1d baseline)
+    in_batch_negatives: bool | None = None   # None: the profile's (off: the paper's memory-bank negatives only)
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
@@ -210,7 +233,7 @@ def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: 
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     if p.features is not None:          # cheap to rebuild: no disk cache
         return _prepare_from_features(p)
-    bench = build_copy_benchmark(p.benchmark)
+    bench = build_copy_benchmark(p.benchmark, seed=p.benchmark_seed)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
     code = source_digest(backbones_module, pooling_module, views_module, sys.modules[__name__])
     key = config_key({"tca": DATA_VERSION, "data": data_fields, "pooling": pooling,
@@ -221,11 +244,15 @@ def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: 
         return TCAData(**cached)
     backbone = load_backbone(p.backbone, image_size=bench.config.frame_size).to(get_device())
 
+    if p.region_windows not in ("even", "released"):
+        raise ValueError(f"region_windows must be 'even' or 'released', got {p.region_windows!r}")
+    pool = "l3irmac_released" if pooling == "l3irmac" and p.region_windows == "released" else pooling
+
     def encode(frames: Tensor) -> Tensor:
         with torch.no_grad():
-            return pool_layers(backbone(frames), pooling).cpu()
+            return pool_layers(backbone(frames), pool).cpu()
 
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(p.benchmark_seed)
     train, distractors, train_valid, distractors_valid = [], [], [], []
     source = bench.train if p.frames_dir is None else FrameClips(p.frames_dir, bench.config.frame_size,
                                                                   bench.config.train_frames)
@@ -411,7 +438,8 @@ class AggregatorWithBank(nn.Module):
 
 
 def build_model(dim: int, nhead: int, dim_feedforward: int, dropout: float, bank_size: int,
-                aggregator: str = "transformer", momentum: float = 0.0) -> AggregatorWithBank:
+                aggregator: str = "transformer", momentum: float = 0.0, bank_init: str = "empty",
+                ) -> AggregatorWithBank:
     """An aggregator of ``dim``-d frame descriptors (TCA §3.2; one Transformer layer by default), its memory bank
     of ``bank_size`` keys and, with ``momentum`` > 0, a momentum key encoder (TCA Table 1e).
 
@@ -421,8 +449,13 @@ def build_model(dim: int, nhead: int, dim_feedforward: int, dropout: float, bank
         (torch.Size([2, 16]), 8)
     """
     net = build_aggregator(aggregator, dim, nhead, dim_feedforward, dropout)
+    if bank_init not in BANK_INITS:
+        raise ValueError(f"bank_init must be one of {BANK_INITS}, got {bank_init!r}")
     key_encoder = MomentumEncoder(net, momentum) if momentum > 0 else None
-    return AggregatorWithBank(net, MemoryBank(bank_size, dim) if bank_size > 0 else None, key_encoder)
+    bank = MemoryBank(bank_size, dim) if bank_size > 0 else None
+    if bank is not None and bank_init == "random":
+        bank.fill_random()      # the global RNG, seeded by the trainer
+    return AggregatorWithBank(net, bank, key_encoder)
 
 
 class TCATask:
@@ -444,6 +477,13 @@ class TCATask:
         self.data = prepare_data(profile if isinstance(profile, str) else self.profile, variant.pooling, progress)
         self.criterion = contrastive_loss(variant.loss, **variant.loss_hyperparameters())
         self.bank_size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
+        self.in_batch = (self.profile.in_batch_negatives if variant.in_batch_negatives is None
+                         else variant.in_batch_negatives)
+        if not self.in_batch and self.bank_size == 0:
+            raise ValueError("a run without a memory bank (bank_size=0) needs in_batch_negatives=True: "
+                             "otherwise the loss has no negatives")
+        if self.profile.bank_init not in BANK_INITS:
+            raise ValueError(f"bank_init must be one of {BANK_INITS}, got {self.profile.bank_init!r}")
 
     def build_model(self) -> AggregatorWithBank:
         return build_model(**self.model_spec()["kwargs"])
@@ -456,7 +496,8 @@ class TCATask:
             >>> settings["variant"]["loss"], settings["variant"]["bank_size"], settings["bank_size"]  # None: profile's
             ('infonce', None, 16)
         """
-        return {"profile": asdict(self.profile), "variant": asdict(self.variant), "bank_size": self.bank_size}
+        return {"profile": asdict(self.profile), "variant": asdict(self.variant), "bank_size": self.bank_size,
+                "in_batch_negatives": self.in_batch}
 
     def model_spec(self) -> dict[str, Any]:
         """The model's constructor and arguments and its inputs' preprocessing (:func:`hapref.train.load_run`).
@@ -477,8 +518,9 @@ class TCATask:
         p, v = self.profile, self.variant
         return {"factory": "hapref.train.tca:build_model",
                 "kwargs": {"dim": int(self.data.train.shape[-1]), "nhead": p.nhead,
-                           "dim_feedforward": p.dim_feedforward, "dropout": p.dropout, "bank_size": self.bank_size, "aggregator": v.aggregator,
-                           "momentum": v.momentum},
+                           "dim_feedforward": p.dim_feedforward, "dropout": p.dropout,
+                           "bank_size": self.bank_size, "aggregator": v.aggregator, "momentum": v.momentum,
+                           "bank_init": p.bank_init},
                 "preprocess": {"whitening": "hapref.features.whitening:PCAWhitening"}}
 
     def preprocess(self) -> dict[str, nn.Module]:
@@ -526,8 +568,10 @@ class TCATask:
             key = at_least_float32(model.keys(batch["positive"], valid("positive")))
             negatives = (at_least_float32(model.keys(batch["distractors"], valid("distractors")))
                          if model.bank is not None else None)
-        # torchrun: every rank's keys are in-batch negatives, every rank's distractors enter the bank
-        sims, valid = global_contrastive_similarities(query, key, model.bank, batch["clips"])
+        if self.in_batch:   # torchrun: every rank's keys are in-batch negatives
+            sims, valid = global_contrastive_similarities(query, key, model.bank, batch["clips"])
+        else:               # the paper's negatives: the bank only (every rank's distractors enter it)
+            sims, valid = contrastive_similarities(query, key, model.bank, batch["clips"], in_batch=False)
         loss = self.criterion(sims, valid)
         if negatives is not None:                               # after the loss: negatives of later steps
             enqueue_all_ranks(model.bank, negatives, batch["distractor_ids"])
@@ -553,14 +597,86 @@ class TCATask:
             >>> torch.allclose(scores["f"], frame_scores(q, b, d.query_valid, d.database_valid, "chamfer"), atol=1e-6)
             True
         """
-        device = next(model.parameters()).device
         d = self.data
-        q, qm, b, bm = d.queries.to(device), d.query_valid.to(device), d.database.to(device), d.database_valid.to(device)
+        return self._scores_of(model, d.queries, d.query_valid, d.database, d.database_valid)
+
+    def _scores_of(self, model: nn.Module, queries: Tensor, query_valid: Tensor, database: Tensor,
+                   database_valid: Tensor) -> dict[str, Tensor]:
+        device = next(model.parameters()).device
+        q, qm, b, bm = queries.to(device), query_valid.to(device), database.to(device), database_valid.to(device)
         out = {"c": (at_least_float32(model(q, qm)) @ at_least_float32(model(b, bm)).T).cpu()}
         if hasattr(getattr(model, "aggregator", model), "frame_embeddings"):
             qf, bf = at_least_float32(model.frame_embeddings(q, qm)), at_least_float32(model.frame_embeddings(b, bm))
             out.update({"f": frame_scores(qf, bf, qm, bm, "chamfer").cpu(),
                         "sym": frame_scores(qf, bf, qm, bm, "symmetric_chamfer").cpu()})
+        return out
+
+    def control_scores(self, model: AggregatorWithBank | TemporalContextAggregator,
+                       control: str) -> dict[str, Tensor]:
+        """The scores of :meth:`scores` under a control that removes part of what the aggregator sees.
+
+        ``"context_free"``: every frame goes through the aggregator alone (a one-frame video), so a refined frame
+        holds nothing of the other frames; TCA_c is then the valid-only mean of those, L2-normalised.
+        ``"shuffled"``: every database video's real frames in a random order (a fixed generator), the padding
+        kept at the end. TCA's Transformer has no positional encoding, so it is permutation-equivariant and this
+        control changes its scores only by rounding; an LSTM or GRU aggregator reads the order.
+
+        Examples:
+            >>> task = TCATask("smoke")
+            >>> _ = torch.manual_seed(0)
+            >>> model = task.build_model().eval()
+            >>> base, shuffled = task.scores(model), task.control_scores(model, "shuffled")
+            >>> torch.allclose(base["c"], shuffled["c"], atol=1e-5), torch.allclose(base["f"], shuffled["f"], atol=1e-5)
+            (True, True)
+            >>> alone = task.control_scores(model, "context_free")
+            >>> torch.allclose(base["c"], alone["c"], atol=1e-3)
+            False
+        """
+        d = self.data
+        if control == "shuffled":
+            g = torch.Generator().manual_seed(0)
+            db, db_valid = d.database.clone(), d.database_valid.clone()
+            for i in range(len(db)):
+                n = int(d.database_valid[i].sum())
+                db[i, :n] = d.database[i, :n][torch.randperm(n, generator=g)]
+            return self._scores_of(model, d.queries, d.query_valid, db, db_valid)
+        if control != "context_free":
+            raise ValueError(f"control must be 'context_free' or 'shuffled', got {control!r}")
+        device = next(model.parameters()).device
+        aggregator = getattr(model, "aggregator", model)
+        if not hasattr(aggregator, "frame_embeddings"):
+            raise ValueError("the context-free control needs an aggregator with frame outputs (not NetVLAD)")
+
+        def alone(x: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+            frames = at_least_float32(aggregator.frame_embeddings(x.to(device).reshape(-1, 1, x.shape[-1])))
+            frames = frames.reshape(x.shape).cpu() * valid.unsqueeze(-1)
+            video = torch.nn.functional.normalize(frames.sum(1) / valid.sum(1, keepdim=True).clamp(min=1), dim=-1)
+            return frames, video
+
+        (qf, qc), (bf, bc) = alone(d.queries, d.query_valid), alone(d.database, d.database_valid)
+        return {"c": qc @ bc.T, "f": frame_scores(qf, bf, d.query_valid, d.database_valid, "chamfer"),
+                "sym": frame_scores(qf, bf, d.query_valid, d.database_valid, "symmetric_chamfer")}
+
+    def evaluate_controls(self, model: AggregatorWithBank | TemporalContextAggregator) -> dict[str, float]:
+        """DSVR mAP of TCA_c and TCA_f under both controls of :meth:`control_scores`:
+        ``mAP_context_free``, ``mAP_f_context_free``, ``mAP_shuffled``, ``mAP_f_shuffled``.
+
+        Examples:
+            >>> task = TCATask("smoke")
+            >>> _ = torch.manual_seed(0)
+            >>> sorted(task.evaluate_controls(task.build_model().eval()))
+            ['mAP_context_free', 'mAP_f_context_free', 'mAP_f_shuffled', 'mAP_shuffled']
+        """
+        out: dict[str, float] = {}
+        frames = hasattr(getattr(model, "aggregator", model), "frame_embeddings")
+        for control in ("context_free", "shuffled"):
+            if control == "context_free" and not frames:
+                continue
+            for name, scores in self.control_scores(model, control).items():
+                if name == "sym":
+                    continue
+                suffix = "" if name == "c" else f"_{name}"
+                out[f"mAP{suffix}_{control}"] = map_and_micro_ap(scores, self.data.relevance)["mAP"]
         return out
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
@@ -581,7 +697,7 @@ def config_for(profile: str | TCAProfile, seed: int = 0, **overrides: Any) -> Tr
     """
     p = resolve_profile(profile)[1]
     return replace(TrainConfig(steps=p.steps, lr=p.lr, weight_decay=p.weight_decay, warmup_steps=p.warmup_steps,
-                               eval_every=p.eval_every, seed=seed, grad_clip=10.0), **overrides)
+                               eval_every=p.eval_every, seed=seed, grad_clip=p.grad_clip), **overrides)
 
 
 def build(profile: str, loss: str, seed: int, progress: bool = True,
