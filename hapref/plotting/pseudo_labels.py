@@ -38,13 +38,14 @@ def minmax_rescale(scores: Tensor | np.ndarray) -> np.ndarray:
     return (values - low) / (high - low)
 
 
-def plot_pseudo_labels(similarities: Mapping[str, Tensor], labels: Mapping[str, tuple[Tensor, Tensor]]) -> Figure:
+def plot_pseudo_labels(similarities: Mapping[str, Tensor], labels: Mapping[str, tuple[Tensor, Tensor]],
+                       stack: bool = False) -> Figure:
     """Teacher frame similarities (Eq. 13) next to the pseudo labels they induce (Eq. 14), with a colour legend.
 
     ``similarities[title] = [Ti, Tj]`` float matrices (one panel each, viridis with a colour bar) and
     ``labels[title] = (positive, negative)`` bool ``[Ti, Tj]`` masks of :func:`hapref.losses.frame_pseudo_labels`
     (one panel each: positive / ignored / negative, see :data:`LABEL_COLORS`). Rows are query frames, columns
-    target frames.
+    target frames. ``stack=True`` puts the panels one above the other (for a narrow text column).
 
     Examples:
         >>> from hapref.losses import frame_pseudo_labels
@@ -57,8 +58,9 @@ def plot_pseudo_labels(similarities: Mapping[str, Tensor], labels: Mapping[str, 
     if not similarities and not labels:
         raise ValueError("nothing to draw: pass at least one similarity matrix or one pair of label masks")
     panels = len(similarities) + len(labels)
-    fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels, 3.6), squeeze=False)
-    axes = list(axes[0])
+    shape, size = ((panels, 1), (4.6, 3.3 * panels + 0.5)) if stack else ((1, panels), (3.6 * panels, 3.6))
+    fig, axes = plt.subplots(*shape, figsize=size, squeeze=False)
+    axes = list(axes.flat)
     for ax, (title, sim) in zip(axes, similarities.items()):
         image = ax.imshow(torch.as_tensor(sim).float().numpy(), cmap="viridis")
         fig.colorbar(image, ax=ax, shrink=0.75)
@@ -72,5 +74,5 @@ def plot_pseudo_labels(similarities: Mapping[str, Tensor], labels: Mapping[str, 
         ax.set(title=title, xlabel="target frame", ylabel="query frame")
     handles = [Patch(facecolor=c, edgecolor="#777777", label=name) for name, c in LABEL_COLORS.items()]
     fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.5 / size[1] if stack else 0.07, 1, 1))
     return fig

@@ -37,8 +37,9 @@ def plot_history(histories: Mapping[str, Sequence[Mapping[str, float]]], key: st
 
 def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metrics: Sequence[str] = ("mAP", "uAP"),
                      baseline: Mapping[str, float] | None = None, baseline_label: str = "baseline",
-                     title: str = "") -> Figure:
-    """Mean ± spread (min–max over seeds) of each metric per configuration, one panel per metric.
+                     title: str = "", stack: bool = False) -> Figure:
+    """Mean ± spread (min–max over seeds) of each metric per configuration, one panel per metric (side by side,
+    or one above the other with ``stack``, 6.8 in wide: the book's text column).
 
     ``results[config][metric]`` holds one value per seed; ``baseline`` draws a dashed reference line.
 
@@ -50,10 +51,13 @@ def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metri
         2
         >>> plt.close(fig)
     """
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 0.45 * len(results) + 1.2), squeeze=False)
+    height = 0.45 * len(results) + 1.2
+    shape, size = ((len(metrics), 1), (6.8, height * len(metrics))) if stack else \
+        ((1, len(metrics)), (4.2 * len(metrics), height))
+    fig, axes = plt.subplots(*shape, figsize=size, squeeze=False)
     names = list(results)
     y = np.arange(len(names))
-    for ax, metric in zip(axes[0], metrics):
+    for ax, metric in zip(axes.flat, metrics):
         values = [np.asarray(results[n][metric], dtype=float) for n in names]
         means = np.array([v.mean() for v in values])
         err = np.array([[m - v.min() for v, m in zip(values, means)], [v.max() - m for v, m in zip(values, means)]])
@@ -161,3 +165,37 @@ def plot_similarity_heatmaps(matrices: Mapping[str, np.ndarray], vmin: float | N
         ax.axis("off")
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
     return fig
+
+
+def readable(fig: Figure, points: float = 10.0) -> Figure:
+    """Raise every text of ``fig`` (titles, axis labels, tick labels, legends, colour bars) to ``points`` or more.
+
+    The book's rule for a figure shown at its natural width (at most 6.8 in at 100 dpi, the text column): no text
+    below 10 pt. Larger texts are left as they are. Returns ``fig``.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig, ax = plt.subplots(figsize=(4, 3))
+        >>> _ = ax.plot([0, 1], [0, 1], label="a")
+        >>> _ = ax.legend(fontsize=6); _ = ax.set_title("t", fontsize=14); ax.tick_params(labelsize=7)
+        >>> _ = readable(fig)
+        >>> ax.get_legend().get_texts()[0].get_fontsize(), ax.title.get_fontsize()
+        (10.0, 14.0)
+        >>> min(t.get_fontsize() for t in ax.get_xticklabels())
+        10.0
+        >>> plt.close(fig)
+    """
+    from matplotlib.text import Text
+
+    fig.canvas.draw()                       # creates the tick labels
+    for ax in fig.axes:
+        ax.tick_params(axis="both", which="both", labelsize=max(points, _tick_size(ax)))
+    for text in fig.findobj(Text):
+        if text.get_text() and text.get_fontsize() < points:
+            text.set_fontsize(points)
+    return fig
+
+
+def _tick_size(ax: Axes) -> float:
+    labels = ax.get_xticklabels() + ax.get_yticklabels()
+    return min((t.get_fontsize() for t in labels), default=0.0)

@@ -633,3 +633,74 @@ def summary_line(metrics: dict[str, float]) -> str:
         'eval: mAP=0.5000 uAP=0.2500'
     """
     return f"eval: mAP={metrics['mAP']:.4f} uAP={metrics['uAP']:.4f}"
+
+
+def pool_clip_count(profile: str | HAPVRProfile) -> int:
+    """How many distinct unlabeled clips the cached pool of ``profile`` draws (``view_batches`` batches of
+    ``batch_videos`` clips out of the first ``train_clips``, as :func:`prepare_data` picks them).
+
+    The pool, not ``train_clips``, bounds what a CPU profile sees: ``view_batches`` x ``batch_videos`` draws.
+
+    Examples:
+        >>> from dataclasses import replace
+        >>> pool_clip_count("smoke"), pool_clip_count(replace(PROFILES["smoke"], train_clips=4))  # of 16, of 4
+        (7, 4)
+    """
+    _, p = resolve_profile(profile)
+    bench = build_copy_benchmark(p.benchmark, seed=p.benchmark_seed)
+    n_clips = min(p.train_clips, len(clip_source(bench, p)))
+    picked: set[int] = set()
+    for b in range(p.view_batches):
+        picked.update(pick_clips(bench, n_clips, p.batch_videos, torch.Generator().manual_seed(b)).tolist())
+    return len(picked)
+
+
+def long_targets(database: Tensor, database_valid: Tensor, filler: Tensor, slots: int,
+                 generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Long database videos in which only a segment is the original: each video ``i`` sits in one random slot
+    of ``slots``, the other slots hold whole videos drawn from ``filler`` (never ``i`` itself).
+
+    For TopK-Chamfer's temporal rate (HAP-VR Eq. 5, Table 4): on a target of ``T`` frames the rate ``k_t`` keeps
+    ``max(1, round(k_t T))`` columns, so it only differs from Chamfer when ``k_t T`` is well above 1.
+
+    Args:
+        database: ``[M, T, R, D]`` float region features (padded).
+        database_valid: ``[M, T]`` bool, True = a real frame.
+        filler: ``[M]`` bool, the videos that may fill the other slots (e.g. distractors of every query).
+        slots: videos per long target (>= 1); the result is ``slots * T`` frames long.
+        generator: draws each video's slot and its fillers.
+
+    Returns:
+        ``([M, slots * T, R, D], [M, slots * T])``: features and valid flags (a slot keeps its video's padding).
+
+    Examples:
+        >>> db = torch.arange(3.0).view(3, 1, 1, 1).expand(3, 2, 1, 1)     # video i: two frames of value i
+        >>> valid = torch.ones(3, 2, dtype=torch.bool)
+        >>> long, long_valid = long_targets(db, valid, torch.tensor([False, True, True]), 3,
+        ...                                 torch.Generator().manual_seed(0))
+        >>> long.shape, long_valid.shape
+        (torch.Size([3, 6, 1, 1]), torch.Size([3, 6]))
+        >>> int((long[0] == 0.0).sum()), set(long[0][long[0] != 0.0].tolist()) <= {1.0, 2.0}  # 0 once, fillers
+        (2, True)
+        >>> [int((long[i] == i).sum()) >= 2 for i in (1, 2)]                   # every video keeps its frames
+        [True, True]
+    """
+    if database.ndim != 4 or database_valid.shape != database.shape[:2]:
+        raise ValueError(f"database must be [M, T, R, D] with database_valid [M, T], got "
+                         f"{tuple(database.shape)} and {tuple(database_valid.shape)}")
+    if filler.shape != database.shape[:1] or filler.dtype != torch.bool:
+        raise ValueError(f"filler must be a bool [M] = [{database.shape[0]}] mask, got {tuple(filler.shape)} "
+                         f"{filler.dtype}")
+    if int(slots) < 1:
+        raise ValueError(f"slots must be >= 1, got {slots}")
+    pool = filler.nonzero().flatten()
+    if slots > 1 and len(pool) < 2:
+        raise ValueError("filler must mark at least two videos (a video never fills its own target)")
+    videos, valids = [], []
+    for i in range(database.shape[0]):
+        candidates = pool[pool != i]
+        picks = candidates[torch.randint(len(candidates), (slots,), generator=generator)]
+        picks[int(torch.randint(slots, (1,), generator=generator))] = i
+        videos.append(database[picks].flatten(0, 1))
+        valids.append(database_valid[picks].flatten())
+    return torch.stack(videos), torch.stack(valids)
