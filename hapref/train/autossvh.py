@@ -26,6 +26,7 @@ import json
 import torch
 from torch import Tensor, nn
 
+from hapref.data.redundant import pad_with_title_cards
 from hapref.features.frames import FeatureSplit, extract_finegrained_features
 from hapref.losses.autossvh import (AutoSSVHWeights, autossvh_loss, component_vote, dcl_loss, frame_reconstruction,
                                     kmeans_clusters, p2set_loss, view_contrast)
@@ -118,6 +119,14 @@ PROFILES: dict[str, dict] = {
                  label="subclass", frames=25, nbits=64, preset="small", steps=3000, batch=128, lr=1e-4,
                  drop_ratio=0.5, clusters=(12, 24, 48), warmup=500, every=100, delta=1.0, contrast="dcl",
                  alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1, data_seed=0),
+    # Frame choice matters (issue 31): the quick videos cut to 3 informative frames each, padded to 12 with
+    # blank frames (hapref.data.redundant, card_scale 0); 9 of 12 frames dropped per view (FCVID's ratio 0.75).
+    "redundant": dict(data=dict(num_classes=4, subclasses_per_class=3, train_per_subclass=8, test_per_subclass=3,
+                                frames=(8, 12), size=32), backbone=dict(name="efficientnet-lite0", image_size=64),
+                      redundant=dict(informative=3, jitter=0.05, card_scale=0.0),
+                      label="subclass", frames=12, nbits=16, preset="mini", steps=400, batch=32, lr=1e-3,
+                      drop_ratio=0.75, clusters=(4, 8), warmup=50, every=25, delta=1.0, contrast="infonce",
+                      alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1, data_seed=0),
     # UCF101's released config: pre-extracted 4096-d frame features (``--features``), 25 frames, 64 bits.
     "released": released_profile("ucf101"),
 }
@@ -239,7 +248,16 @@ class AutoSSVHTask:
         else:
             train, test = _features(json.dumps({"data": s["data"], "backbone": s["backbone"],
                                                 "data_seed": s.get("data_seed", 0)}, sort_keys=True))
-        self.train_x, self.test_x = fixed_length(train, s["frames"]), fixed_length(test, s["frames"])
+        self.informative: tuple[Tensor, Tensor] | None = None   # (train, test) bool [N, T], redundant profile only
+        if s.get("redundant"):
+            r, seed = s["redundant"], s.get("data_seed", 0)
+            (self.train_x, train_info), (self.test_x, test_info) = (
+                pad_with_title_cards(fixed_length(split, r["informative"]), s["frames"], seed, r["jitter"], salt,
+                                     r.get("card_scale", 1.0))
+                for salt, split in enumerate((train, test)))
+            self.informative = (train_info, test_info)
+        else:
+            self.train_x, self.test_x = fixed_length(train, s["frames"]), fixed_length(test, s["frames"])
         label = "subclasses" if s["label"] == "subclass" else "classes"
         self.train_labels, self.test_labels = getattr(train, label), getattr(test, label)
         self.num_drop = num_dropped(s["frames"], s["drop_ratio"])
