@@ -3,6 +3,7 @@
     python benchmarks/radial_sweeps.py --seeds 0 1 2 3 4 --data-seed 0
     python benchmarks/radial_sweeps.py --seeds 0 1 2 3 4 --data-seed 1
     python benchmarks/radial_sweeps.py --seeds 0 1 2 --data-seed 0 --variants radial_c1.5 radial_c2 radial_c4 radial_c6
+    python benchmarks/radial_sweeps.py --seeds 0 1 2 --data-seed 0 --variants radial_e2e radial_short
     python benchmarks/radial_sweeps.py --profile smoke --steps 2 --seeds 0 --variants radial --out /tmp/s.json
 
 The benchmark is the ``"motion"`` profile of :mod:`hapref.train.radial`: 4 photos (classes), each filmed over one
@@ -21,7 +22,13 @@ Stored (the book's sweep layout):
   features. Variants: the six losses of :data:`hapref.train.radial.LOSSES` (the paper's margins, Radial
   ``c = 3``); ``radial_c<c>``: the Radial loss with another Theorem 3.1 radius factor ``c`` (the c curve);
   ``untrained_network``: the network as initialised by the run's seed, evaluated without a training step (it
-  depends on the seed, so it is a variant paired with the trained runs, not an ``untrained`` entry).
+  depends on the seed, so it is a variant paired with the trained runs, not an ``untrained`` entry);
+  ``radial_e2e``: the Radial loss with the CNN trained too (``finetune_backbone=true``: raw frames through
+  EfficientNet-Lite0 in train mode at every step, the FC + LSTM at the profile's lr and the CNN at a tenth of it,
+  Radial's fc learning-rate multiplier 10), and ``radial_short``: its control, the frozen CNN with the same
+  shortened schedule. Both run :data:`E2E_STEPS` steps of :data:`E2E_BATCH` quadlets in float32 (the only
+  difference between them is whether the CNN trains), since one end-to-end step costs what a whole frozen run
+  does (below).
 * ``untrained[data seed]``: the training-free embeddings of the frozen frame features: ``"mean_pool"`` (the mean
   over a clip's frames, order-free: blind to the fine level by construction) and ``"halves"`` (the means of the
   first and of the second half of the clip, each L2-normalised, concatenated: the simplest order-aware
@@ -37,6 +44,13 @@ clip = 60-100 % of a zoom from view 0.55-0.65 to 0.6 of it, 150 steps     0.570 
 clip = 15-35 % of a zoom 0.9 -> 0.4 (chosen), 150 steps                   0.576   0.658   0.66 / 0.67  0.76 / 0.71
 the same, 400 steps (chosen), data seed 1                                 0.565   0.644   0.74 / 0.74  0.83 / 0.80
 ====================================================================  =========  =======  ===========  ===========
+
+End to end (measured before sweeping, data seed 0, batch 8 quadlets = 32 clips ≈ 256 frames at 64 px, one
+thread, while other agents share the 2 cores): one training step ≈ 6.8 s in float32 and ≈ 47 s in float64
+(the trainable EfficientNet has unfused batch norms and float64 depthwise convolutions have no fast CPU kernel);
+the evaluation pass over the 96 videos ≈ 10 s in float32. The profile's 400 steps of 16 quadlets would take
+≈ 1.5 h per run in float32, so ``radial_e2e`` runs 50 steps of 8 quadlets (≈ 6 min) against ``radial_short``,
+the frozen CNN with the same 50 × 8 schedule: a short fine-tuning, not the paper's full training.
 
 When a clip covers most of the move, where it starts (wide or close) gives the direction away: the order-aware
 training-free ``halves`` reaches 0.98 and the trained heads saturate. Clips that film a short random stretch of
@@ -80,7 +94,9 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "book" / "data" / "radial_sw
 PROFILE = "motion"
 #: Theorem 3.1 radius factors of the c curve (the paper's c = 3 is the variant "radial").
 C_CURVE = (1.5, 2.0, 4.0, 6.0)
-VARIANTS = (*LOSSES, "untrained_network", *(f"radial_c{c:g}" for c in C_CURVE))
+#: The end-to-end comparison's shortened schedule (module docstring: one trainable-CNN step ≈ a frozen run).
+E2E_STEPS, E2E_BATCH = 50, 8
+VARIANTS = (*LOSSES, "untrained_network", *(f"radial_c{c:g}" for c in C_CURVE), "radial_e2e", "radial_short")
 METRICS = ("QP", "TP", "NDCG", "MAP", "fine_MAP")
 #: What chapter 5 states, each checked on every stored (seed, data seed) by tests/test_sweep_claims.py.
 #: The loss orderings are the only pairs of trained variants that every one of the 10 runs separates (fine MAP);
@@ -127,6 +143,8 @@ def training_free(profile: str, data_seed: int) -> dict:
 
 def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None) -> dict:
     """Train (or, for ``untrained_network``, only initialise) one variant with one seed; the stored row."""
+    if variant in ("radial_e2e", "radial_short"):
+        return _short_run(profile, variant, seed, data_seed, steps)
     loss = "radial" if variant.startswith("radial_c") or variant == "untrained_network" else variant
     overrides = {"steps": str(steps)} if steps is not None else None
     task, config = build(profile, loss, seed, progress=False, overrides=overrides, data_seed=data_seed)
@@ -139,6 +157,20 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
             metrics = task.evaluate(model)
     else:
         metrics = fit(task, config, progress=False).metrics
+    return {"seed": seed, "data_seed": data_seed, **_round(metrics)}
+
+
+def _short_run(profile: str, variant: str, seed: int, data_seed: int, steps: int | None) -> dict:
+    """``radial_e2e`` (CNN trained too) or ``radial_short`` (frozen CNN): E2E_STEPS x E2E_BATCH, float32."""
+    overrides = {"steps": str(steps or E2E_STEPS), "batch": str(E2E_BATCH),
+                 "finetune_backbone": str(variant == "radial_e2e").lower()}
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    try:
+        task, config = build(profile, "radial", seed, progress=False, overrides=overrides, data_seed=data_seed)
+        metrics = fit(task, config, progress=False).metrics
+    finally:
+        torch.set_default_dtype(previous)
     return {"seed": seed, "data_seed": data_seed, **_round(metrics)}
 
 

@@ -2,10 +2,13 @@
 
 Radial loss paper, Fig. 1(i): every clip of a quadlet goes through the same weights ("four identical
 branches"), so one module that embeds a batch of variable-length clips is all the network is.
-The CNN is any frozen frame backbone (default: EfficientNet-Lite0 with real ImageNet weights from
+The CNN is any frame backbone (default: EfficientNet-Lite0 with real ImageNet weights from
 :mod:`hapref.features`; the paper's AlexNet is ``load_backbone("alexnet")`` where torchvision imports and its
-weights are local, ResNet-50 likewise); since it is frozen, its per-frame features can be computed once and fed to
-:meth:`QuadletVideoNet.embed_features`, which is what training does.
+weights are local, ResNet-50 likewise). Frozen (the book's quick default), its per-frame features can be computed
+once and fed to :meth:`QuadletVideoNet.embed_features`. Trainable (``load_backbone(..., frozen=False)``, the
+paper's end-to-end setting), :meth:`QuadletVideoNet.forward` runs it with gradients and
+:meth:`QuadletVideoNet.param_groups` gives the new layers the paper's learning-rate multiplier
+:data:`FC_LR_MULTIPLIER` relative to the pretrained convolutions.
 """
 
 from __future__ import annotations
@@ -17,11 +20,15 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
 
 from hapref.validation import check_float_tensor
 
-__all__ = ["QuadletVideoNet", "frame_features", "pad_features"]
+__all__ = ["FC_LR_MULTIPLIER", "QuadletVideoNet", "frame_features", "pad_features"]
+
+#: Learning-rate multiplier of the new (fully connected) layers relative to the pretrained CNN's
+#: (Radial "Experimental settings": "learning rate multiplier = 10", decay multiplier 1).
+FC_LR_MULTIPLIER = 10.0
 
 
-def frame_features(backbone: nn.Module, frames: Tensor, chunk: int = 64) -> Tensor:
-    """Per-frame vectors ``[T, F]`` from a backbone, ``chunk`` frames at a time, without gradients.
+def frame_features(backbone: nn.Module, frames: Tensor, chunk: int = 64, grad: bool = False) -> Tensor:
+    """Per-frame vectors ``[T, F]`` from a backbone, ``chunk`` frames at a time; gradients only with ``grad``.
 
     Backbones of :mod:`hapref.features` are used through their ``embed`` (global-average-pooled
     last stage); any other module must map frames to ``[T, F]`` itself.
@@ -31,9 +38,12 @@ def frame_features(backbone: nn.Module, frames: Tensor, chunk: int = 64) -> Tens
         >>> from hapref.features import SmallCNN
         >>> frame_features(SmallCNN(), torch.zeros(5, 32, 32, 3, dtype=torch.uint8)).shape
         torch.Size([5, 128])
+        >>> cnn = SmallCNN(frozen=False)
+        >>> frame_features(cnn, torch.zeros(2, 32, 32, 3, dtype=torch.uint8), grad=True).requires_grad
+        True
     """
     embed = backbone.embed if hasattr(backbone, "embed") else backbone
-    with torch.no_grad():
+    with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
         return torch.cat([embed(frames[s:s + chunk]) for s in range(0, frames.shape[0], chunk)])
 
 
@@ -62,7 +72,8 @@ class QuadletVideoNet(nn.Module):
         feature_dim: size of the per-frame CNN vector (e.g. 320 for EfficientNet-Lite0's last stage).
         fc_dim: width of the fully connected layer on each frame (512 in the paper).
         hidden_dim: LSTM state size = embedding size.
-        backbone: optional frozen frame CNN; only needed to embed raw frames with :meth:`forward`.
+        backbone: optional frame CNN; only needed to embed raw frames with :meth:`forward`. If any of its
+            parameters requires gradients, :meth:`forward` trains it with the head (end to end).
 
     Examples:
         >>> net = QuadletVideoNet(feature_dim=6, fc_dim=8, hidden_dim=4).eval()
@@ -119,8 +130,17 @@ class QuadletVideoNet(nn.Module):
         _, (hidden, _) = self.lstm(packed)
         return F.normalize(hidden[-1], dim=-1)
 
+    @property
+    def finetunes_backbone(self) -> bool:
+        """Whether the backbone trains with the head (some backbone parameter requires gradients)."""
+        return self.backbone is not None and any(p.requires_grad for p in self.backbone.parameters())
+
     def forward(self, clips: list[Tensor]) -> Tensor:
         """Embed raw clips (each uint8 ``[T, H, W, 3]`` or whatever the backbone takes) through the backbone.
+
+        All frames of all clips go through the CNN together (one batch-norm batch when the backbone trains),
+        then each clip's frames through FC + LSTM. Gradients reach the CNN only when
+        :attr:`finetunes_backbone`.
 
         Examples:
             >>> from hapref.features import SmallCNN
@@ -130,6 +150,30 @@ class QuadletVideoNet(nn.Module):
         """
         if self.backbone is None:
             raise ValueError("this QuadletVideoNet has no backbone; pass backbone= or use embed_features()")
+        if not clips:
+            raise ValueError("clips must hold at least one [T, H, W, 3] clip")
         device = next(self.parameters()).device
-        features, lengths = pad_features([frame_features(self.backbone, clip).to(device) for clip in clips])
+        frames = frame_features(self.backbone, torch.cat(list(clips)), grad=self.finetunes_backbone).to(device)
+        features, lengths = pad_features(list(frames.split([clip.shape[0] for clip in clips])))
         return self.embed_features(features, lengths)
+
+    def param_groups(self, lr: float) -> list[dict]:
+        """Optimiser groups: the new layers (FC + LSTM) at ``lr``, the trainable backbone at
+        ``lr / FC_LR_MULTIPLIER`` (Radial "Experimental settings": fc learning-rate multiplier 10 over the
+        pretrained CNN; the same weight decay for both, decay multiplier 1).
+
+        Examples:
+            >>> from hapref.features import SmallCNN
+            >>> net = QuadletVideoNet(128, fc_dim=8, hidden_dim=4, backbone=SmallCNN(frozen=False))
+            >>> [(len(g["params"]), g["lr"]) for g in net.param_groups(1e-3)]
+            [(6, 0.001), (8, 0.0001)]
+            >>> frozen = QuadletVideoNet(128, fc_dim=8, hidden_dim=4, backbone=SmallCNN())
+            >>> [(len(g["params"]), g["lr"]) for g in frozen.param_groups(1e-3)]
+            [(6, 0.001)]
+        """
+        head = [p for name, p in self.named_parameters() if not name.startswith("backbone.") and p.requires_grad]
+        groups = [{"params": head, "lr": lr}]
+        if self.finetunes_backbone:
+            cnn = [p for p in self.backbone.parameters() if p.requires_grad]
+            groups.append({"params": cnn, "lr": lr / FC_LR_MULTIPLIER})
+        return groups

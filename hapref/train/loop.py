@@ -421,7 +421,9 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("the task's model has no trainable parameters")
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    # a task may give parameter groups their own learning rates (e.g. Radial's fc multiplier over a pretrained CNN)
+    groups = task.param_groups(model, config.lr) if hasattr(task, "param_groups") else params
+    optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
     scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
     history: list[dict[str, float]] = []
