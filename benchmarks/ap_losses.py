@@ -1,6 +1,7 @@
 """Forward+backward time and peak memory of hapref's Smooth-AP / QuadLinear-AP vs pytorch-metric-learning and naive loops.
 
-Usage: ``python benchmarks/ap_losses.py [--sizes 64 128 256 512] [--repeats 5] [--device cpu|cuda]``.
+Usage: ``python benchmarks/ap_losses.py [--sizes 64 128 256 512] [--repeats 5] [--device cpu|cuda] [--json OUT]``
+(``--json`` also stores the rows with the machine, as ``book/data/performance/ap_losses.json``).
 Goals (issue 3): hapref SmoothAP ≥ 2× faster than PML's SmoothAPLoss at N = 256 on CPU with equal
 values; QuadLinearAP ≥ 100× faster than its naive loop. CPU timings are inflated when other processes
 share the cores (``--threads 1`` gives steadier numbers then). Peak memory: the CUDA allocator peak, or on
@@ -20,7 +21,7 @@ from pytorch_metric_learning.losses import SmoothAPLoss
 
 from hapref.losses import QuadLinearAP, SmoothAP, quad_linear, sigmoid_step
 from hapref.similarity import pairwise_cosine
-from measure import seconds
+from measure import seconds, write_results
 
 TAU, DELTA, P = 0.01, 0.05, 0.1
 DIM = 128
@@ -143,7 +144,9 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--naive-max", type=int, default=512, help="skip the naive loops above this N")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--json", default=None, help="also store the rows and the machine as JSON here")
     args = parser.parse_args()
+    rows = []
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"device={args.device} threads={torch.get_num_threads()} dim={DIM} tau={TAU} delta={DELTA} p={P}")
@@ -167,8 +170,14 @@ def main() -> None:
             if name == "hapref QuadLinearAP" and "naive QuadLinearAP" in results:
                 ratio = f"{results['naive QuadLinearAP'][0] / elapsed:.0f}x faster than naive"
             print(f"{n:>4}  {name:<20} {elapsed * 1e3:>10.2f} {peak:>9.1f} {value:>9.5f}  {ratio}")
+            rows.append({"n": n, "method": name, "ms": elapsed * 1e3, "value": value,
+                         "peak_mib": None if peak != peak else peak})
         gap = abs(results["hapref SmoothAP"][1] - results["PML SmoothAPLoss"][1])
         print(f"{n:>4}  |hapref SmoothAP - PML| = {gap:.2e}\n")
+    if args.json:
+        settings = {"dim": DIM, "tau": TAU, "delta": DELTA, "p": P, "repeats": args.repeats,
+                    "naive_repeats": 1, "sizes": args.sizes}
+        write_results(args.json, "ap_losses", settings, rows, args.device)
 
 
 if __name__ == "__main__":

@@ -175,3 +175,37 @@ class SweepFile:
         self.data["dtype"] = str(torch.get_default_dtype()).removeprefix("torch.")
         self.data["threads"] = torch.get_num_threads()
         return atomic_write_bytes(self.path, (json.dumps(self.data, indent=1, sort_keys=True) + "\n").encode())
+
+
+def machine(device: torch.device | str = "cpu") -> dict:
+    """The machine a benchmark ran on, stored beside its numbers: CPU model and cores, torch threads and
+    version, the GPU's name where the device is CUDA."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    device = torch.device(device)
+    return {"cpu": cpu, "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "device": device.type,
+            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None}
+
+
+def write_results(out: str | Path, benchmark: str, settings: dict, rows: list[dict],
+                  device: torch.device | str = "cpu") -> Path:
+    """Store a benchmark's measured ``rows`` as JSON at ``out`` with its ``settings`` and the machine (the
+    book's Performance appendix renders its tables from these files, never from typed numbers)."""
+    import datetime
+    import json
+
+    from hapref.files import atomic_write_bytes
+
+    data = {"benchmark": benchmark, "settings": settings, "machine": machine(device),
+            "date": datetime.date.today().isoformat(), "rows": rows}
+    return atomic_write_bytes(Path(out), (json.dumps(data, indent=1) + "\n").encode())

@@ -1,7 +1,8 @@
 """Pairs/s of hapref's streaming scorer vs the released pair-at-a-time evaluation loop, same process.
 
 Usage: ``python benchmarks/scoring.py [--queries 4] [--videos 60] [--frames 20 120] [--repeats 3]
-[--max-cells 32768 131072 ...] [--device cpu|cuda] [--threads N] [--gemm-size 2048]``.
+[--max-cells 32768 131072 ...] [--device cpu|cuda] [--threads N] [--gemm-size 2048] [--json OUT]``
+(``--json`` also stores the rows with the machine, as ``book/data/performance/scoring.json``).
 
 Data: random L2-normalised region features ``[T, R=9, D=512]`` with T uniform in ``--frames``; network: a
 randomly initialised released-format network (attention, ψ, hardtanh in [−1, 1], Chamfer), i.e. what
@@ -118,6 +119,7 @@ def main() -> None:
     parser.add_argument("--no-padded", action="store_true", help="skip the padded batch scorer")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--gemm-size", type=int, default=2048, help="side of the square products timed for the GEMM rate")
+    parser.add_argument("--json", default=None, help="also store the rows and the machine as JSON here")
     args = parser.parse_args()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -165,6 +167,16 @@ def main() -> None:
     print("\n| scorer | pairs/s | vs released loop | of GEMM rate | peak memory |\n|---|---:|---:|---:|---:|")
     for name, rate, fraction, memory in rows:
         print(f"| {name} | {rate:,.0f} | {rate * base / pairs:.2f}x | {100 * fraction:.0f} % | {memory:,.0f} MiB |")
+    if args.json:
+        from measure import write_results
+
+        settings = {"queries": len(queries), "videos": len(database), "frames": list(args.frames),
+                    "repeats": args.repeats, "pairs": pairs, "gemm_size": args.gemm_size,
+                    "gemm_gflops_mm": mm_rate / 1e9, "gemm_gflops_dot_products": dnn_rate / 1e9}
+        write_results(args.json, "scoring", settings, [
+            {"scorer": name, "pairs_per_s": rate, "vs_released_loop": rate * base / pairs,
+             "of_gemm": fraction, "peak_mib": None if memory != memory else memory}
+            for name, rate, fraction, memory in rows], device)
 
 
 if __name__ == "__main__":

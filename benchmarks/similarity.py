@@ -1,6 +1,7 @@
 """Throughput (video pairs/s) and peak memory of hapref's video similarities vs an einsum+max reference.
 
-Usage: ``python benchmarks/similarity.py [--frames 16 32 64] [--pairs 256] [--repeats 3] [--device cpu|cuda]``.
+Usage: ``python benchmarks/similarity.py [--frames 16 32 64] [--pairs 256] [--repeats 3] [--device cpu|cuda]
+[--json OUT]`` (``--json`` also stores the rows with the machine, as ``book/data/performance/similarity.json``).
 Region features ``[T, R=9, D=512]``; measured: plain Chamfer (spatial and temporal max), TopK-Chamfer
 (spatial k = 0.3 -> K = 3 of 9 regions, temporal k = 0.1), TopK-Chamfer at HAP-VR's spatial rate 0.1
 (K = 1 of 9 regions, so only the temporal top-K differs from Chamfer), the full ψ path (``VideoSimilarityNetwork.score``,
@@ -20,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from hapref.similarity import VideoSimilarityNetwork, video_similarity_matrix
-from measure import peak_memory_mib, seconds
+from measure import peak_memory_mib, seconds, write_results
 
 REGIONS, DIM = 9, 512
 
@@ -43,8 +44,13 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--json", default=None, help="also store the rows and the machine as JSON here")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    rows, memory_rows = [], []
     torch.manual_seed(0)
     flops = gemm_flops(device)
     print(f"device {device}, torch threads {torch.get_num_threads()}, GEMM {flops / 1e9:.1f} GFLOP/s, "
@@ -72,7 +78,10 @@ def main() -> None:
             rates = {}
             for name, fn in methods.items():
                 rates[name] = n_q * n_db / seconds(fn, device, args.repeats)
-                print(f"  {name:<22} {rates[name]:>12,.0f} pairs/s   peak {peak_memory_mib(fn, device):8.1f} MiB")
+                peak = peak_memory_mib(fn, device)
+                print(f"  {name:<22} {rates[name]:>12,.0f} pairs/s   peak {peak:8.1f} MiB")
+                rows.append({"frames": frames, "pairs": n_q * n_db, "method": name, "pairs_per_s": rates[name],
+                             "peak_mib": None if peak != peak else peak, "gemm_ceiling_pairs_per_s": ceiling})
         print(f"  time / Chamfer time: TopK-Chamfer {rates['Chamfer'] / rates['TopK-Chamfer']:.2f}, "
               f"HAP-VR rates {rates['Chamfer'] / rates['TopK, HAP-VR rates']:.2f} (goal <= 1.5)")
     frames = 32
@@ -86,6 +95,13 @@ def main() -> None:
                                                                    chunk_size=args.chunk_size), device)
             ref = peak_memory_mib(lambda: reference_chamfer(queries, database), device)
             print(f"  {n_q * n_db:>5} pairs: TopK-Chamfer {ours:8.1f} MiB   einsum reference {ref:8.1f} MiB")
+            memory_rows.append({"frames": frames, "pairs": n_q * n_db,
+                                "topk_chamfer_mib": None if ours != ours else ours,
+                                "einsum_reference_mib": None if ref != ref else ref})
+    if args.json:
+        settings = {"regions": REGIONS, "dim": DIM, "pairs": args.pairs, "chunk_size": args.chunk_size,
+                    "repeats": args.repeats, "gemm_gflops": flops / 1e9, "memory": memory_rows}
+        write_results(args.json, "similarity", settings, rows, device)
 
 
 if __name__ == "__main__":
