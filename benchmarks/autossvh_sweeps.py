@@ -83,7 +83,8 @@ from measure import SweepFile, sweep_arithmetic  # noqa: E402
 from hapref.models.autossvh import gumbel_topk
 from hapref.search import lsh_codes, pca_sign_codes
 from hapref.train import fit
-from hapref.train.autossvh import LOSSES, PROFILES, AutoSSVHTask, hashing_metrics, view_overlap
+from hapref.train.autossvh import (LOSSES, PROFILES, AutoSSVHTask, hashing_metrics, informative_kept,
+                                   view_overlap)
 from hapref.train.loop import TrainConfig
 
 #: Every variant the sweep knows: the losses and the untrained network.
@@ -145,7 +146,9 @@ def run_one(s: dict, variant: str, seed: int) -> dict:
     last = result.history[-1]
     return {**row, **_rounded(result.metrics),
             **{f"final_{k}": round(float(last[k]), 4) for k in ("loss", "fr", "vc", "p2set") if k in last},
-            "shared_frames": round(view_overlap(task, result.model), 4)}
+            "shared_frames": round(view_overlap(task, result.model), 4),
+            **({"informative_kept": round(informative_kept(task, result.model), 4)} if task.informative is not None
+               else {})}
 
 
 def training_free(s: dict) -> dict:

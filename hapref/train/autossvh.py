@@ -40,7 +40,7 @@ from hapref.train.settings import override_all
 from hapref.utils import cache_per_dtype
 
 __all__ = ["LOSSES", "PROFILES", "AutoSSVHTask", "build", "fixed_length", "hamming_scores", "hashing_metrics",
-           "summary_line", "video_features", "view_overlap"]
+           "informative_kept", "summary_line", "video_features", "view_overlap"]
 
 LOSSES = ("autossvh", "autossvh_no_p2set", "random_mask", "random_mask_no_p2set", "autossvh_no_grl",
           "autossvh_no_fr", "autossvh_no_vc", "random_independent", "random_independent_no_p2set")
@@ -468,6 +468,33 @@ def view_overlap(task: AutoSSVHTask, model: AutoSSVHNet, steps: int = 4) -> floa
         keeps = [torch.ones(len(batch[1]), frames, dtype=torch.bool, device=device).scatter(1, drop, False)
                  for _, drop in task.views(model, batch)]
         total.append((keeps[0] & keeps[1]).sum(1).double().mean())
+    return float(torch.stack(total).mean())
+
+
+@torch.no_grad()
+def informative_kept(task: AutoSSVHTask, model: AutoSSVHNet, steps: int = 4) -> float:
+    """Mean number of informative frames a training view keeps (``redundant`` profile), over ``steps`` batches.
+
+    A uniform random sampler keeps ``K (T - M) / T`` of a video's ``K`` informative frames on average; a sampler
+    that kept every informative frame would reach ``min(K, T - M)``.
+
+    Examples:
+        >>> settings = {**PROFILES["smoke"], "frames": 8, "drop_ratio": 0.5,
+        ...             "redundant": dict(informative=2, jitter=0.05, card_scale=0.0)}
+        >>> task = AutoSSVHTask(settings, "random_mask")
+        >>> informative_kept(task, task.build_model())         # ConMH's complementary halves: 1 of 2 each
+        1.0
+    """
+    if task.informative is None:
+        raise ValueError("informative_kept needs a task built with a 'redundant' profile")
+    device = next(model.parameters()).device
+    frames, total = task.settings["frames"], []
+    for step in range(steps):
+        batch = task.batch(step, device)
+        useful = task.informative[0][batch[1]].to(device)
+        for _, drop in task.views(model, batch):
+            keep = torch.ones(len(batch[1]), frames, dtype=torch.bool, device=device).scatter(1, drop, False)
+            total.append((keep & useful).sum(1).double().mean())
     return float(torch.stack(total).mean())
 
 
