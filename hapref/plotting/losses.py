@@ -37,7 +37,8 @@ def plot_surrogates(temperature: float = 0.03, delta: float = 0.18, x_range: tup
     """HAP-VR Fig. 4: G(x; τ) of Smooth-AP (Eq. 7, ``temperature`` τ), R⁻(x; δ) of QuadLinear-AP (Eq. 10) and
     their slopes.
 
-    The grey half-plane x > 0 is where a negative outranks a positive.
+    The grey half-plane x > 0 is where a negative outranks a positive. Without ``axes`` the four panels
+    form a 2 × 2 grid 6.8 in wide (the book's text column).
 
     Examples:
         >>> import matplotlib.pyplot as plt
@@ -47,7 +48,8 @@ def plot_surrogates(temperature: float = 0.03, delta: float = 0.18, x_range: tup
         >>> plt.close(fig)
     """
     if axes is None:
-        fig, axes = plt.subplots(1, 4, figsize=(13, 2.9), constrained_layout=True)
+        _, grid = plt.subplots(2, 2, figsize=(6.8, 5.0), constrained_layout=True)
+        axes = list(grid.flat)
     fig = axes[0].figure
     x = torch.linspace(*x_range, 1201, dtype=torch.float64)
     g, dg = _step_and_slope(lambda v: sigmoid_step(v, temperature), x)
@@ -64,6 +66,7 @@ def plot_surrogates(temperature: float = 0.03, delta: float = 0.18, x_range: tup
             ax.plot(x.numpy(), (x > 0).double().numpy(), color="0.3", linewidth=0.8, linestyle=":")
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("x = s(negative) − s(positive)")
+        ax.set_ylabel(title.split(" ", 1)[1].split(";")[0].rstrip(")").replace("(x", "(x)"))
     return fig
 
 
@@ -93,8 +96,10 @@ def misranked_gradient(loss: RankingLoss, d: torch.Tensor, positives: Sequence[f
 
 
 def plot_misranked_gradients(losses: Mapping[str, RankingLoss], d_range: tuple[float, float] = (-0.4, 0.55),
-                             ncols: int = 5) -> Figure:
+                             ncols: int = 2) -> Figure:
     """One small panel per loss: the gradient pushing a single negative down, against its lead d over the positive.
+
+    ``ncols`` panels per row, each 3.4 in wide (two fill the book's 6.8-in text column).
 
     Examples:
         >>> import matplotlib.pyplot as plt
@@ -106,7 +111,7 @@ def plot_misranked_gradients(losses: Mapping[str, RankingLoss], d_range: tuple[f
     """
     d = torch.linspace(*d_range, 381, dtype=torch.float64)
     nrows = -(-len(losses) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.2 * nrows), sharex=True,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 1.9 * nrows), sharex=True,
                              constrained_layout=True, squeeze=False)
     for ax, (name, loss) in zip(axes.flat, losses.items()):
         grad = misranked_gradient(loss, d).numpy()
@@ -130,7 +135,7 @@ def plot_surrogate_explorer(temperature: float = 0.01, delta: float = 0.18, p: f
     QuadLinear-AP(δ, p).
 
     The query of panel (c) has a second positive at 0.6, so ``p`` (the weight of positive–positive
-    steps, Eq. 11) visibly rescales QuadLinear-AP's gradient.
+    steps, Eq. 11) visibly rescales QuadLinear-AP's gradient. The three panels are stacked, 6.8 in wide.
 
     Examples:
         >>> import matplotlib.pyplot as plt
@@ -139,7 +144,7 @@ def plot_surrogate_explorer(temperature: float = 0.01, delta: float = 0.18, p: f
         3
         >>> plt.close(fig)
     """
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.1), constrained_layout=True)
+    fig, axes = plt.subplots(3, 1, figsize=(6.8, 8.0), constrained_layout=True)
     x = torch.linspace(-0.4, 0.4, 801, dtype=torch.float64)
     g, dg = _step_and_slope(lambda v: sigmoid_step(v, temperature), x)
     r, dr = _step_and_slope(lambda v: quad_linear(v, delta), x)
@@ -160,15 +165,18 @@ def plot_surrogate_explorer(temperature: float = 0.01, delta: float = 0.18, p: f
     axes[2].plot(d.numpy(), misranked_gradient(QuadLinearAP(delta, p), d, positives=(0.0, 0.6)).numpy(),
                  color=QUAD_COLOR, label=f"QuadLinear-AP, p={p:g}")
     axes[2].set_title("(c) ∂L/∂s(neg), positives at 0 and 0.6", fontsize=10)
-    for ax in axes:
+    for ax, ylabel in zip(axes, ("surrogate", "slope", "∂L/∂s(neg)")):
         ax.set_xlabel("x = s(neg) − s(pos)")
-        ax.legend(fontsize=8, loc="upper left")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=10, loc="upper left")
     return fig
 
 
 def plot_ap_curves(curves: Mapping[str, Sequence[float]], families: Mapping[str, str], title: str,
                    ax: Axes | None = None) -> Figure:
     """mAP against iteration per loss; line style by family (point-, pair-, list-wise).
+
+    Without ``ax`` the figure is 6.8 in wide (the book's text column) with the legend below the axes.
 
     Examples:
         >>> import matplotlib.pyplot as plt
@@ -178,7 +186,7 @@ def plot_ap_curves(curves: Mapping[str, Sequence[float]], families: Mapping[str,
         >>> plt.close(fig)
     """
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 3.8), constrained_layout=True)
+        _, ax = plt.subplots(figsize=(6.8, 5.4), constrained_layout=True)
     cmap = plt.get_cmap("tab10")
     for i, (name, curve) in enumerate(curves.items()):
         ax.plot(np.arange(len(curve)), curve, color=QUAD_COLOR if "QuadLinear" in name else cmap(i % 10),
@@ -188,5 +196,5 @@ def plot_ap_curves(curves: Mapping[str, Sequence[float]], families: Mapping[str,
     ax.set_ylabel("mAP")
     ax.set_ylim(0, 1.02)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     return ax.figure
