@@ -12,6 +12,7 @@ from matplotlib.patches import Circle
 
 from hapref.data.highlights import HighlightVideo
 from hapref.losses.radial import QuadletLoss, RadialLoss, radial_centroid_and_radius
+from hapref.plotting.training import readable_at_width
 from hapref.radial_theory import ORDER_RELATIONS, order_relations
 
 __all__ = ["ROLE_COLORS", "plot_quadlet_gradients", "plot_theorem_geometry", "plot_violation_sweep",
@@ -43,7 +44,8 @@ def plot_quadlet_gradients(points: Mapping[str, Sequence[float]], axes: Sequence
         2
         >>> plt.close(axes[0].figure)
     """
-    if axes is None:
+    own = axes is None
+    if own:
         _, axes = plt.subplots(1, 2, figsize=(10, 4.6))
     for ax, (title, loss) in zip(axes, (("Quadlet loss (Eq. 6)", QuadletLoss()),
                                         (f"Radial loss (Eq. 8 + 12), c = {c:g}", RadialLoss(c=c)))):
@@ -64,10 +66,13 @@ def plot_quadlet_gradients(points: Mapping[str, Sequence[float]], axes: Sequence
             ax.scatter([cx], [cy], marker="x", color="black")
             ax.annotate("$X_G$", (cx, cy), xytext=(6, -12), textcoords="offset points")
         ax.set_title(title)
+        ax.set(xlabel="embedding coordinate 1", ylabel="embedding coordinate 2")
         ax.set_aspect("equal")
         ax.margins(0.15)
         ax.autoscale_view()
         ax.grid(alpha=0.3)
+    if own:
+        readable_at_width(axes[0].figure)
     return axes
 
 
@@ -97,6 +102,7 @@ def plot_theorem_geometry(c: float = 3.0, ax: Axes | None = None) -> Axes:
     holds = order_relations(q, p, i, n)["d(p,i)<d(p,n)"].item()
     d_pi, d_pn = (p - i).norm().item(), (p - n).norm().item()
     ax.set_title(f"c = {c:.2f}: |p-i| = {d_pi:.2f}, |p-n| = {d_pn:.2f} -> Eq. 2 {'holds' if holds else 'fails'}")
+    ax.set(xlabel="embedding coordinate 1", ylabel="embedding coordinate 2")
     ax.set_aspect("equal")
     ax.set_xlim(-1.5, 3.6)
     ax.set_ylim(-1.6, 1.6)
@@ -126,7 +132,7 @@ def plot_violation_sweep(cs: Sequence[float], rates: Mapping[str, Mapping[str, S
     ax.axvline(3.0, color="black", lw=1)
     ax.set_xlabel("c")
     ax.set_ylabel("fraction of quadlets violating")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=10, ncol=2)
     ax.grid(alpha=0.3)
     return ax
 
@@ -142,7 +148,8 @@ def plot_distance_curve(curve: torch.Tensor, video: HighlightVideo, detected_cut
         >>> ax = plot_distance_curve(torch.rand(17), video, detected_cuts=[12], window=8)
         >>> plt.close(ax.figure)
     """
-    if ax is None:
+    own = ax is None
+    if own:
         _, ax = plt.subplots(figsize=(11, 3.2))
     ax.plot(torch.arange(len(curve)).tolist(), curve.tolist(), lw=1.2, color="C0")
     for cut in video.cuts:
@@ -156,4 +163,6 @@ def plot_distance_curve(curve: torch.Tensor, video: HighlightVideo, detected_cut
             ax.axvspan(end - window - 8, end - window, color="#f9a825", alpha=0.3)
     ax.set_xlabel("window id (first frame)")
     ax.set_ylabel(r"$\|f_1 - f_n\|_2$")
+    if own:
+        readable_at_width(ax.figure)
     return ax

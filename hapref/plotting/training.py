@@ -31,7 +31,7 @@ def plot_history(histories: Mapping[str, Sequence[Mapping[str, float]]], key: st
         ax.plot(steps, values, label=name)
     ax.set_xlabel("step")
     ax.set_ylabel(key)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -64,7 +64,7 @@ def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metri
         ax.barh(y, means, xerr=err, color="tab:blue", alpha=0.75, capsize=3)
         if baseline is not None and metric in baseline:
             ax.axvline(baseline[metric], color="k", ls="--", lw=1, label=baseline_label)
-            ax.legend(fontsize="small", loc="lower right")
+            ax.legend(fontsize=10, loc="lower right")
         extra = [baseline[metric]] if baseline is not None and metric in baseline else []
         low = min([v.min() for v in values] + extra)
         high = max([v.max() for v in values] + extra)
@@ -75,6 +75,7 @@ def plot_metric_bars(results: Mapping[str, Mapping[str, Sequence[float]]], metri
         ax.set_xlabel(metric)
     if title:
         fig.suptitle(title)
+    readable_at_width(fig)
     fig.tight_layout()
     return fig
 
@@ -132,7 +133,7 @@ def plot_similarity_distributions(scores: Mapping[str, tuple[np.ndarray, np.ndar
         ax.set_title(name)
         ax.set_xlabel("similarity")
     axes[0][0].set_ylabel("density")
-    axes[0][0].legend(fontsize="small")
+    axes[0][0].legend(fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -163,8 +164,8 @@ def plot_similarity_heatmaps(matrices: Mapping[str, np.ndarray], vmin: float | N
         ax.set_yticks([])
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
-    return fig
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="similarity")
+    return readable_at_width(fig)
 
 
 def readable(fig: Figure, points: float = 10.0) -> Figure:
@@ -194,6 +195,25 @@ def readable(fig: Figure, points: float = 10.0) -> Figure:
         if text.get_text() and text.get_fontsize() < points:
             text.set_fontsize(points)
     return fig
+
+
+COLUMN_INCHES = 6.8  # the book's text column at matplotlib's 100 dpi (676 px at a 1280-px window)
+
+
+def readable_at_width(fig: Figure, points: float = 10.0) -> Figure:
+    """:func:`readable` at the size the book shows ``fig``: ``points`` for a figure up to the 6.8-in text
+    column, scaled by ``width / 6.8`` for a wider one (the page shrinks it to the column). Returns ``fig``.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> fig, ax = plt.subplots(figsize=(10.2, 3))
+        >>> _ = ax.set_xlabel("x", fontsize=8)
+        >>> _ = readable_at_width(fig)
+        >>> ax.xaxis.label.get_fontsize()  # shown at 6.8 / 10.2 of its size: 10 pt on the page
+        15.0
+        >>> plt.close(fig)
+    """
+    return readable(fig, points * max(1.0, fig.get_size_inches()[0] / COLUMN_INCHES))
 
 
 def _tick_size(ax: Axes) -> float:
