@@ -29,6 +29,18 @@ __all__ = [
     "match_cuts",
     "clip_critical_prf",
     "best_threshold",
+    "matched_cuts",
+    "cut_recall_by_kind",
+    "frame_cut_scores",
+    "cut_auc_by_kind",
+    "histogram_detector",
+    "train_window_embedding",
+    "window_embeddings",
+    "clips_from",
+    "embedding_cut_detectors",
+    "critical_clip_results",
+    "mean_window_embeddings",
+    "mean_std_table",
 ]
 
 
@@ -238,14 +250,212 @@ def match_cuts(predicted: list[int], truth: list[int], tolerance: int = 2) -> di
         >>> match_cuts([10, 31, 50], [11, 30, 70], tolerance=2)
         {'precision': 0.6666666666666666, 'recall': 0.6666666666666666, 'f1': 0.6666666666666666}
     """
-    free = sorted(truth)
-    hits = 0
+    return _prf(sum(matched_cuts(predicted, truth, tolerance)), len(predicted), len(truth))
+
+
+def matched_cuts(predicted: list[int], truth: list[int], tolerance: int = 2) -> list[bool]:
+    """Per true cut (in the order of ``truth``), whether a prediction within ``tolerance`` frames was matched
+    to it; each prediction matches at most one cut (the nearest free one), as :func:`match_cuts` counts.
+
+    Examples:
+        >>> matched_cuts([10, 31, 50], [11, 30, 70], tolerance=2)
+        [True, True, False]
+        >>> matched_cuts([30], [29, 31])          # one prediction cannot find two cuts
+        [True, False]
+    """
+    free = sorted(range(len(truth)), key=lambda k: truth[k])
+    found = [False] * len(truth)
     for cut in sorted(predicted):
-        near = [t for t in free if abs(t - cut) <= tolerance]
+        near = [k for k in free if abs(truth[k] - cut) <= tolerance]
         if near:
-            free.remove(min(near, key=lambda t: abs(t - cut)))
-            hits += 1
-    return _prf(hits, len(predicted), len(truth))
+            k = min(near, key=lambda k: abs(truth[k] - cut))
+            free.remove(k)
+            found[k] = True
+    return found
+
+
+def cut_recall_by_kind(predicted: list[int], video: HighlightVideo, tolerance: int = 2) -> dict[str, float]:
+    """Recall of ``predicted`` cut frames on each kind of true cut (``video.cut_kinds``): the fraction of the
+    cuts to another photo and of the cuts to the same photo from another set-up that were found.
+
+    A false detection has no kind, so precision is only defined over all cuts (:func:`match_cuts`).
+
+    Examples:
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> video = make_highlight_video(num_clips=6, clip_frames=(8, 9), critical_frames=4, size=16, seed=3)
+        >>> video.cuts, video.cut_kinds[:3]
+        ([8, 16, 25, 33, 42], ['same photo', 'same photo', 'other photo'])
+        >>> cut_recall_by_kind([8, 25, 33, 40], video)
+        {'other photo': 1.0, 'same photo': 0.5}
+    """
+    found = matched_cuts(predicted, video.cuts, tolerance)
+    kinds = video.cut_kinds
+    return {kind: sum(f for f, k in zip(found, kinds) if k == kind) / kinds.count(kind)
+            for kind in ("other photo", "same photo") if kind in kinds}
+
+
+def frame_cut_scores(step_scores: Tensor) -> Tensor:
+    """Per-frame cut scores ``[T]`` from :func:`histogram_cut_scores`' ``[T - 1]`` (frame t scores the cut
+    between frames t - 1 and t; frame 0 gets 0), aligned with :func:`contrast_cut_scores`.
+
+    Examples:
+        >>> frame_cut_scores(torch.tensor([0.0, 2.0, 0.0]))
+        tensor([0., 0., 2., 0.])
+    """
+    return torch.cat([step_scores.new_zeros(1), step_scores])
+
+
+def cut_auc_by_kind(scores: Tensor, video: HighlightVideo, window: int) -> dict[str, float]:
+    """Threshold-free separability of a per-frame cut score ``[T]``: for each cut kind, the probability that
+    a true cut frame of that kind scores above a frame far from every cut (ties count one half; the AUC).
+
+    Negatives are the frames at least ``window`` frames from every cut and from both ends of the video (where
+    window scores are undefined), so a window detector is not blamed for its spread around a cut.
+
+    Examples:
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> video = make_highlight_video(num_clips=6, clip_frames=(8, 9), critical_frames=4, size=16, seed=3)
+        >>> scores = torch.zeros(video.frames.shape[0])
+        >>> scores[[8, 25, 33, 42]] = 1.0        # finds every cut but the second same-photo one (frame 16)
+        >>> cut_auc_by_kind(scores, video, window=2)
+        {'other photo': 1.0, 'same photo': 0.75}
+    """
+    t = scores.shape[0]
+    if t != video.frames.shape[0]:
+        raise ValueError(f"scores must be [T] = [{video.frames.shape[0]}] (one per frame), got {tuple(scores.shape)}")
+    frames = torch.arange(t)
+    cuts = torch.tensor(video.cuts)
+    far = ((frames[:, None] - cuts[None]).abs() >= window).all(1) & (frames >= window) & (frames < t - window)
+    negatives = scores[far]
+    out = {}
+    for kind in ("other photo", "same photo"):
+        positives = scores[[c for c, k in zip(video.cuts, video.cut_kinds) if k == kind]]
+        if len(positives):
+            above = (positives[:, None] > negatives[None]).double() + 0.5 * (positives[:, None] == negatives[None])
+            out[kind] = float(above.mean())
+    return out
+
+
+def histogram_detector(train: HighlightVideo, test: HighlightVideo, tolerance: int = 2) -> tuple[float, list[int]]:
+    """The colour-histogram cut detector: its threshold tuned for F1 on the training video, and the cut frames
+    it detects on the test video (a cut wherever :func:`histogram_cut_scores` exceeds the threshold).
+
+    Examples:
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> train = make_highlight_video(num_clips=4, clip_frames=(12, 14), critical_frames=4, size=16, seed=0)
+        >>> test = make_highlight_video(num_clips=4, clip_frames=(12, 14), critical_frames=4, size=16, seed=1)
+        >>> tau, cuts = histogram_detector(train, test)
+        >>> 0.0 < tau < 2.0, match_cuts(cuts, test.cuts)["recall"] > 0
+        (True, True)
+    """
+    def cuts_above(scores: Tensor, threshold: float) -> list[int]:
+        return ((scores > threshold).nonzero().flatten() + 1).tolist()
+
+    h_train, h_test = histogram_cut_scores(train.frames), histogram_cut_scores(test.frames)
+    tau = best_threshold(h_train, lambda t: match_cuts(cuts_above(h_train, t), train.cuts, tolerance))
+    return tau, cuts_above(h_test, tau)
+
+
+def train_window_embedding(video: HighlightVideo, frame_features: Tensor, loss: nn.Module | None, seed: int,
+                           window: int = 8, steps: int = 60, fc_dim: int = 128, hidden_dim: int = 64,
+                           lr: float = 3e-3) -> nn.Module:
+    """A quadlet network (FC + LSTM on frozen frame features ``[T, F]``) trained on one annotated highlight
+    with :class:`HighlightTask` (``loss=None``: the triplet-only baseline), in eval mode.
+
+    AdamW with a tenth of the steps as warm-up (:func:`hapref.train.loop.fit`).
+
+    Examples:
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> video = make_highlight_video(num_clips=3, clip_frames=(20, 20), critical_frames=6, size=16)
+        >>> model = train_window_embedding(video, torch.randn(60, 6), None, seed=0, window=4, steps=2,
+        ...                                fc_dim=8, hidden_dim=4)
+        >>> window_embeddings(model, torch.randn(60, 6), 4).shape
+        torch.Size([57, 4])
+    """
+    from hapref.models.radial import QuadletVideoNet
+    from hapref.train.loop import TrainConfig, fit
+
+    task = HighlightTask(video, frame_features, lambda: QuadletVideoNet(frame_features.shape[1], fc_dim, hidden_dim),
+                         loss, window=window, seed=seed)
+    config = TrainConfig(steps=steps, lr=lr, weight_decay=1e-4, warmup_steps=max(steps // 10, 0), seed=seed)
+    return fit(task, config, progress=False).model.eval()
+
+
+def window_embeddings(model: nn.Module, frame_features: Tensor, window: int) -> Tensor:
+    """Unit-norm embeddings ``[T - W + 1, E]`` of every stride-1 window of frame features ``[T, F]`` (Radial
+    "Testing": the sliding window, stride 1), without gradients. Example: :func:`train_window_embedding`."""
+    windows = window_features(frame_features, window)
+    with torch.no_grad():
+        return model.embed_features(windows, torch.full((windows.shape[0],), window))
+
+
+def clips_from(cuts: list[int], length: int) -> list[tuple[int, int]]:
+    """Clip spans ``[(start, end)]`` (end exclusive) of a ``length``-frame video cut at ``cuts``.
+
+    Examples:
+        >>> clips_from([10, 25], 40)
+        [(0, 10), (10, 25), (25, 40)]
+    """
+    return list(zip([0] + list(cuts), list(cuts) + [length]))
+
+
+def embedding_cut_detectors(e_train: Tensor, e_test: Tensor, train: HighlightVideo, test: HighlightVideo,
+                            window: int) -> dict[str, list[int]]:
+    """The two cut detectors on window embeddings ``[N, E]``, thresholds tuned for F1 on the training video:
+    ``"scan"`` (the paper's anchored scan, :func:`detect_cuts`) and ``"contrast"`` (peaks of
+    :func:`contrast_cut_scores`). Returns each one's cut frames on the test video.
+
+    Examples:
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> video = make_highlight_video(num_clips=3, clip_frames=(10, 10), critical_frames=4, size=16)
+        >>> frames = torch.eye(3).repeat_interleave(10, dim=0)       # [30, 3]: one direction per clip
+        >>> emb = window_features(frames, 4).mean(1)                 # a window = its frames' share of each clip
+        >>> embedding_cut_detectors(emb, emb, video, video, window=4)
+        {'scan': [10, 20], 'contrast': [10, 20]}
+    """
+    tau_scan = best_threshold(torch.linspace(0.05, 1.5, 30),
+                              lambda t: match_cuts(detect_cuts(e_train, window, t), train.cuts))
+    c_train, c_test = contrast_cut_scores(e_train, window), contrast_cut_scores(e_test, window)
+    tau_contrast = best_threshold(c_train, lambda t: match_cuts(peak_frames(c_train, t, window), train.cuts))
+    return {"scan": detect_cuts(e_test, window, tau_scan), "contrast": peak_frames(c_test, tau_contrast, window)}
+
+
+def critical_clip_results(e_train: Tensor, e_test: Tensor, train: HighlightVideo, test: HighlightVideo,
+                          window: int, train_cuts: list[int], test_cuts: list[int]) -> dict[str, float]:
+    """Critical-clip detection from window embeddings, step by step (Radial "Testing": a rising curve):
+
+    * ``"critical"``: F1 on the clips between the detected ``test_cuts``, threshold tuned on the training
+      video's clips between ``train_cuts``;
+    * ``"critical_true_clips"``: F1 on the true clips, threshold tuned on the training video's true clips;
+    * ``"critical_oracle"``: F1 on the true clips with the best threshold for the test video itself;
+    * ``"auc_true_clips"``: AUC of :func:`critical_scores` on the true test clips (no threshold).
+
+    Examples:
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> video = make_highlight_video(num_clips=4, clip_frames=(12, 12), critical_frames=4, size=16, seed=2)
+        >>> _ = torch.manual_seed(0)
+        >>> emb = torch.randn(45, 3)
+        >>> sorted(critical_clip_results(emb, emb, video, video, 4, video.cuts, video.cuts))
+        ['auc_true_clips', 'critical', 'critical_oracle', 'critical_true_clips']
+    """
+    def f1_at(scores: Tensor, clips: list[tuple[int, int]], video: HighlightVideo):
+        return lambda t: clip_critical_prf(clips, scores > t, video)
+
+    n_train, n_test = e_train.shape[0] + window - 1, e_test.shape[0] + window - 1
+    clips_train, clips_test = clips_from(train_cuts, n_train), clips_from(test_cuts, n_test)
+    s_train = critical_scores(e_train, clips_train, window)
+    tau = best_threshold(s_train, f1_at(s_train, clips_train, train))
+    true_train = critical_scores(e_train, train.clips, window)
+    true_test = critical_scores(e_test, test.clips, window)
+    tau_true = best_threshold(true_train, f1_at(true_train, train.clips, train))
+    tau_oracle = best_threshold(true_test, f1_at(true_test, test.clips, test))
+    critical = torch.tensor(test.critical)
+    above = (true_test[critical][:, None] > true_test[~critical][None]).double()
+    ties = (true_test[critical][:, None] == true_test[~critical][None]).double()
+    return {"critical": clip_critical_prf(clips_test, critical_scores(e_test, clips_test, window) > tau, test)["f1"],
+            "critical_true_clips": clip_critical_prf(test.clips, true_test > tau_true, test)["f1"],
+            "critical_oracle": clip_critical_prf(test.clips, true_test > tau_oracle, test)["f1"],
+            "auc_true_clips": float((above + 0.5 * ties).mean())}
 
 
 def _prf(hits: int, predicted: int, actual: int) -> dict[str, float]:
@@ -288,3 +498,35 @@ def best_threshold(scores: Tensor, evaluate) -> float:
     values = scores.unique()
     candidates = ((values[1:] + values[:-1]) / 2).tolist() or values.tolist()
     return max(candidates, key=lambda t: evaluate(t)["f1"])
+
+
+def mean_window_embeddings(frame_features: Tensor, window: int) -> Tensor:
+    """The training-free window embedding ``[T - W + 1, F]``: each window's mean frame feature, unit norm.
+
+    Examples:
+        >>> mean_window_embeddings(torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), 2)
+        tensor([[1.0000, 0.0000],
+                [0.7071, 0.7071]])
+    """
+    return torch.nn.functional.normalize(window_features(frame_features, window).mean(1), dim=-1)
+
+
+def mean_std_table(results: dict[str, list[dict[str, float]]], columns: dict[str, str], digits: int = 1,
+                   scale: float = 100.0, width: int = 13) -> str:
+    """A text table: one row per name of ``results`` (a list of per-seed dicts), one column per ``columns``
+    item (header -> key), each cell the mean ± std over seeds of ``scale * value``.
+
+    Examples:
+        >>> runs = {"radial": [{"f1": 0.5}, {"f1": 0.7}], "triplet": [{"f1": 0.4}, {"f1": 0.4}]}
+        >>> print(mean_std_table(runs, {"F1 (%)": "f1"}))
+                         F1 (%)
+        radial      60.0 ± 14.1
+        triplet      40.0 ± 0.0
+    """
+    from hapref.stats import format_mean_std
+
+    lines = [" " * 10 + "".join(f"{header:>{width}s}" for header in columns)]
+    for name, rows in results.items():
+        cells = [format_mean_std([r[key] for r in rows], digits=digits, scale=scale) for key in columns.values()]
+        lines.append(f"{name:10s}" + "".join(f"{cell:>{width}s}" for cell in cells))
+    return "\n".join(lines)

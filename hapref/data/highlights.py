@@ -10,7 +10,7 @@ cut frames, each clip's span, and which clips (and frames) are critical.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -28,7 +28,9 @@ HIGHLIGHT_PHOTOS = ("grass", "astronaut", "coffee", "chelsea", "rocket", "brick"
 @dataclass
 class HighlightVideo:
     """Frames uint8 ``[T, S, S, 3]``; clip spans ``[(start, end)]`` (end exclusive); per-clip critical flags;
-    per-frame critical flags ``[T]``. ``cuts`` are the first frames of every clip after the first.
+    per-frame critical flags ``[T]``; ``scenes``: the photo each clip films. ``cuts`` are the first frames of
+    every clip after the first, ``cut_kinds`` whether each goes to another photo or to the same photo from
+    another camera set-up.
 
     Examples:
         >>> video = make_highlight_video(num_clips=2, clip_frames=(10, 10), critical_frames=4, size=16)
@@ -40,6 +42,7 @@ class HighlightVideo:
     clips: list[tuple[int, int]]
     critical: list[bool]
     critical_frames: Tensor
+    scenes: list[str] = field(default_factory=list)
 
     @property
     def cuts(self) -> list[int]:
@@ -55,6 +58,23 @@ class HighlightVideo:
             (2, False)
         """
         return [start for start, _ in self.clips[1:]]
+
+    @property
+    def cut_kinds(self) -> list[str]:
+        """Per cut (as :attr:`cuts`): ``"other photo"`` or ``"same photo"`` (the same photo from another camera
+        set-up, the cut that colour histograms cannot see: Radial Fig. 2's "different angle").
+
+        Examples:
+            >>> video = make_highlight_video(num_clips=6, clip_frames=(8, 9), critical_frames=4, size=16, seed=3)
+            >>> video.scenes
+            ['coffee', 'coffee', 'coffee', 'brick', 'astronaut', 'immunohistochemistry']
+            >>> video.cut_kinds
+            ['same photo', 'same photo', 'other photo', 'other photo', 'other photo']
+        """
+        if len(self.scenes) != len(self.clips):
+            raise ValueError("this HighlightVideo has no scenes (one photo name per clip); make it with "
+                             "make_highlight_video")
+        return ["same photo" if a == b else "other photo" for a, b in zip(self.scenes[:-1], self.scenes[1:])]
 
 
 def _draw_ball(frames: Tensor, generator: torch.Generator) -> Tensor:
@@ -87,7 +107,7 @@ def make_highlight_video(num_clips: int = 10, clip_frames: tuple[int, int] = (24
     if not critical_frames + 4 <= clip_frames[0] <= clip_frames[1]:
         raise ValueError(f"clip_frames must be (min, max) with min >= critical_frames + 4, got {clip_frames}")
     generator = torch.Generator().manual_seed(seed)
-    chunks, clips, flags, masks = [], [], [], []
+    chunks, clips, flags, masks, scenes = [], [], [], [], []
     photo, start = None, 0
     for _ in range(num_clips):
         same_scene = photo is not None and float(torch.rand(1, generator=generator)) < 1 / 3
@@ -112,5 +132,6 @@ def make_highlight_video(num_clips: int = 10, clip_frames: tuple[int, int] = (24
         clips.append((start, start + length))
         flags.append(critical)
         masks.append(mask)
+        scenes.append(photo)
         start += length
-    return HighlightVideo(torch.cat(chunks), clips, flags, torch.cat(masks))
+    return HighlightVideo(torch.cat(chunks), clips, flags, torch.cat(masks), scenes)
