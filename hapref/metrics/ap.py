@@ -17,7 +17,9 @@ Ties: one policy per call, ``ties=``, in the words of :mod:`hapref.evaluation`:
 * ``"released"``: the released evaluators' order, ``numpy.argsort(scores)[::-1]`` of each row's kept items
   in their stored order (computed with numpy on the CPU).
 
-All three agree on tie-free scores and when every tied group is all relevant or all irrelevant.
+All three agree on tie-free scores and when every tied group is all relevant or all irrelevant. The top-N
+metrics (:func:`hapref.metrics.map_at_n`) keep tied items in database order instead (a stable sort); the
+book's chapter 1 ("Ties: three conventions") sets the conventions side by side on one list.
 """
 
 from __future__ import annotations

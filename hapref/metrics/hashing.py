@@ -5,6 +5,8 @@ Pass ``scores = -hamming_distance`` (higher = closer). Hamming distances tie mas
 order inside a tie group matters for a truncated list: here ties keep their database order
 (stable sort, lower index first), a deterministic stand-in for the released code's unstable
 ``np.argsort`` (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH).
+:func:`hapref.metrics.map_at_n_tie_aware` gives the expected value over tie orders instead; the book's
+chapter 1 ("Ties: three conventions") compares the conventions.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ def map_at_n(scores: Tensor, relevance: Tensor, n: int, convention: str = "stand
 
     * ``convention="standard"``: ``AP@N = p / (number of relevant items in the top N)``, and 0 when
       there is none — the usual hashing convention (e.g. the DeepHash evaluation code); a list
-      whose top N are all relevant scores 1;
+      whose hits all come first scores 1. (Information retrieval's truncated AP divides by
+      ``min(R, N)`` instead, R the number of relevant items; none of the four papers uses it.)
     * ``convention="autossvh"``: ``AP@N = p / N`` — what the released AutoSSVH / ConMH / S5VH code
       computes, so the mAP@N and GMAP numbers printed in those papers use this convention. It is
       never above the standard value and equals it when all (or none) of the top N are relevant.

@@ -10,6 +10,7 @@ from matplotlib.patches import Rectangle
 from torch import Tensor
 
 from hapref.features import region_windows
+from hapref.plotting.training import readable_at_width
 
 
 def show_frames(videos: Mapping[str, Tensor], num_frames: int = 6, size: float = 1.4) -> plt.Figure:
@@ -61,8 +62,14 @@ def plot_region_grid(frame: Tensor, grid: int = 3, ax: plt.Axes | None = None) -
 
 def plot_similarity_matrices(matrices: Sequence[Tensor], titles: Sequence[str], vmin: float | None = None,
                              vmax: float | None = None, xlabel: str = "target frame",
-                             ylabel: str = "query frame", size: float = 3.0) -> plt.Figure:
-    """Side-by-side heatmaps of frame-to-frame (or any 2-D) similarity matrices with one shared colour bar.
+                             ylabel: str = "query frame", size: float = 3.0, ncols: int | None = None,
+                             fontsize: float | None = None) -> plt.Figure:
+    """Heatmaps of frame-to-frame (or any 2-D) similarity matrices with one shared colour bar.
+
+    By default the panels sit side by side in one row; ``ncols`` wraps them into rows of ``ncols`` panels
+    (every panel then gets both axis labels), e.g. ``ncols=2`` with ``size=3.0`` fits four panels in a
+    6.8-in text column. ``fontsize`` sets titles and axis labels (default 10 pt, scaled up by
+    ``width / 6.8`` when the figure is wider than the book's text column).
 
     Examples:
         >>> import matplotlib.pyplot as plt
@@ -70,17 +77,32 @@ def plot_similarity_matrices(matrices: Sequence[Tensor], titles: Sequence[str], 
         >>> len(fig.axes)  # two panels and the colour bar
         3
         >>> plt.close(fig)
+        >>> fig = plot_similarity_matrices([torch.eye(4)] * 4, list("abcd"), ncols=2)
+        >>> fig.get_size_inches().tolist(), len(fig.axes)
+        ([6.8, 6.0], 5)
+        >>> plt.close(fig)
     """
-    fig, axes = plt.subplots(1, len(matrices), figsize=(size * len(matrices) + 0.8, size), squeeze=False)
+    title_size = label_size = 10 if fontsize is None else fontsize
+    if ncols is None:
+        fig, axes = plt.subplots(1, len(matrices), figsize=(size * len(matrices) + 0.8, size), squeeze=False)
+    else:
+        nrows = -(-len(matrices) // ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 0.8, size * nrows), squeeze=False,
+                                 layout="constrained")
     lo = min(float(m.min()) for m in matrices) if vmin is None else vmin
     hi = max(float(m.max()) for m in matrices) if vmax is None else vmax
-    for ax, matrix, title in zip(axes[0], matrices, titles):
+    for ax, matrix, title in zip(axes.flat, matrices, titles):
         image = ax.imshow(matrix.detach().cpu().numpy(), vmin=lo, vmax=hi, cmap="viridis", aspect="auto")
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel(xlabel, fontsize=8)
-    axes[0, 0].set_ylabel(ylabel, fontsize=8)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.85)
-    return fig
+        ax.set_title(title, fontsize=title_size)
+        ax.set_xlabel(xlabel, fontsize=label_size)
+        if ncols is not None:
+            ax.set_ylabel(ylabel, fontsize=label_size)
+    for ax in list(axes.flat)[len(matrices):]:
+        ax.set_axis_off()
+    axes[0, 0].set_ylabel(ylabel, fontsize=label_size)
+    fig.colorbar(image, ax=axes.ravel().tolist() if ncols is not None else axes[0].tolist(), shrink=0.85,
+                 label="similarity")
+    return readable_at_width(fig, title_size)
 
 
 def plot_topk_curves(ks: Tensor, curves: Mapping[str, Tensor], ax: plt.Axes | None = None) -> plt.Axes:
@@ -94,18 +116,23 @@ def plot_topk_curves(ks: Tensor, curves: Mapping[str, Tensor], ax: plt.Axes | No
         1
         >>> plt.close(ax.figure)
     """
+    own = ax is None
     ax = ax or plt.subplots(figsize=(5, 3.2))[1]
     for name, values in curves.items():
         ax.plot(ks.cpu().numpy(), values.detach().cpu().numpy(), marker="o", ms=3, label=name)
     ax.set_xlabel("TopK rate k  (0 = Chamfer, 1 = mean)")
     ax.set_ylabel("video similarity")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     ax.grid(alpha=0.3)
+    if own:
+        readable_at_width(ax.figure)
     return ax
 
 
-def plot_score_bars(results: Mapping[str, Mapping[str, float]], ax: plt.Axes | None = None) -> plt.Axes:
-    """Grouped bars: ``results[method][metric]`` (e.g. mAP and μAP per similarity measure).
+def plot_score_bars(results: Mapping[str, Mapping[str, float]], ax: plt.Axes | None = None,
+                    ylabel: str = "metric value") -> plt.Axes:
+    """Grouped bars: ``results[method][metric]`` (e.g. mAP and μAP per similarity measure), the value axis
+    labelled ``ylabel``.
 
     Examples:
         >>> import matplotlib.pyplot as plt
@@ -114,6 +141,7 @@ def plot_score_bars(results: Mapping[str, Mapping[str, float]], ax: plt.Axes | N
         4
         >>> plt.close(ax.figure)
     """
+    own = ax is None
     ax = ax or plt.subplots(figsize=(6.5, 3.2))[1]
     methods = list(results)
     metrics = list(next(iter(results.values())))
@@ -121,8 +149,11 @@ def plot_score_bars(results: Mapping[str, Mapping[str, float]], ax: plt.Axes | N
     for i, metric in enumerate(metrics):
         xs = [m + (i - (len(metrics) - 1) / 2) * width for m in range(len(methods))]
         bars = ax.bar(xs, [results[m][metric] for m in methods], width, label=metric)
-        ax.bar_label(bars, fmt="%.2f", fontsize=7)
-    ax.set_xticks(range(len(methods)), methods, fontsize=8)
+        ax.bar_label(bars, fmt="%.2f", fontsize=9)
+    ax.set_xticks(range(len(methods)), methods, fontsize=10)
     ax.set_ylim(0, 1.08)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=10, loc="lower right")
+    if own:
+        readable_at_width(ax.figure)
     return ax
