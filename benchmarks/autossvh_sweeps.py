@@ -52,6 +52,28 @@ varying share of blank frames) hurt the trained codes as much as the training-fr
 generator option kept). Training longer (400 steps, the quick profile now) lets the paper's variant clear the
 best training-free codes on both data seeds.
 
+Redundant-frame benchmark (``--profile redundant``, issue 31 item 1; ``book/data/autossvh_redundant_sweeps.json``,
+same layout, ``claims`` = :data:`REDUNDANT_CLAIMS`). The quick profile's videos cut to 3 informative frames and
+padded to 12 by :func:`hapref.data.redundant.pad_with_title_cards`; 9 of 12 frames dropped per view (the paper's
+FCVID ratio 0.75), so a uniform sampler keeps 0.75 informative frames per view and none in 84 of 220 draws. Each
+row also stores ``informative_kept`` (:func:`hapref.train.autossvh.informative_kept`). Designs tried (GMAP over
+N <= 80, seed 0, data seed 0, 400 steps):
+
+==============================================================  ========  =====  ========  ==========  =========
+padding of the 9 non-informative frames                          PCA sign  LSH    autossvh  random ind  random_mask
+==============================================================  ========  =====  ========  ==========  =========
+per-video title card at the frames' scale (card_scale 1)         0.139     0.065  0.092     0.104       0.088
+per-video title card at 0.3 of that scale                        0.458     0.238  0.083     0.073       --
+blank: the split's mean frame + 5 % jitter (card_scale 0, kept)  0.672     0.541  0.367     0.384       --
+==============================================================  ========  =====  ========  ==========  =========
+
+The title card (a per-video random direction repeated on every padding frame) gives the view contrast a
+shortcut: two views of a video share it, so the codes learn the card and not the content; every trained variant,
+learned sampler included, fell to the level of the untrained network (0.058). It was dropped for the blank
+padding, where training still learns the content. Budget: one redundant run took 20-24 s on one thread with the
+machine lightly shared, 160 s under the load of five agents on 2 cores; the sweep (4 variants x 5 seeds x 2 data
+seeds + the untrained network) ran as 4 processes (data seed x seeds 0-2 / 3-4) and was merged.
+
 Budget (measured before sweeping: one quick run of 400 steps ≈ 9 s wall on one thread while another agent's
 experiments share the 2 cores; feature extraction ≈ 8 s per data seed and process; the training-free codes and
 an untrained network well under 1 s):
