@@ -110,7 +110,8 @@ def _figure(result) -> Figure:
 
 def _cases():
     """(name, function drawing one figure from a small input) for every plotting function of the package."""
-    from hapref.plotting import losses, radial, ranking, similarity, tca, training
+    from hapref.losses import frame_pseudo_labels
+    from hapref.plotting import losses, pseudo_labels, radial, ranking, similarity, tca, training
 
     gen = torch.Generator().manual_seed(0)
     rng = np.random.default_rng(0)
@@ -135,6 +136,15 @@ def _cases():
         "similarity.plot_score_bars": lambda: similarity.plot_score_bars(
             {"chamfer": {"mAP": 0.8, "uAP": 0.7}, "mean": {"mAP": 0.6, "uAP": 0.5}}),
         "tca.plot_negative_weights": lambda: tca.plot_negative_weights(),
+        "tca.plot_pooling_regions": lambda: tca.plot_pooling_regions(),
+        "similarity.show_frames": lambda: similarity.show_frames(
+            {"query": torch.zeros(8, 16, 16, 3, dtype=torch.uint8),
+             "copy": torch.zeros(8, 16, 16, 3, dtype=torch.uint8)}, num_frames=6),
+        "similarity.plot_region_grid": lambda: similarity.plot_region_grid(
+            torch.zeros(32, 32, 3, dtype=torch.uint8)),
+        "pseudo_labels.plot_pseudo_labels": lambda: pseudo_labels.plot_pseudo_labels(
+            {"teacher": torch.rand(8, 10, generator=gen)},
+            {"labels": frame_pseudo_labels(torch.rand(8, 10, generator=gen), 0.3, 0.3)}),
         "training.plot_history": lambda: training.plot_history(
             {"run": [{"step": s, "loss": 1 / s} for s in range(1, 6)]}),
         "training.plot_metric_bars": lambda: training.plot_metric_bars(

@@ -31,8 +31,9 @@ def show_frames(videos: Mapping[str, Tensor], num_frames: int = 6, size: float =
             ax.imshow(frames[t].cpu().numpy())
             ax.set_xticks([])
             ax.set_yticks([])
-            ax.set_xlabel(f"t={t}", fontsize=7)
-        row[0].set_ylabel(name, fontsize=8)
+            ax.set_xlabel(f"t={t}", fontsize=10)
+        row[0].set_ylabel(name, fontsize=10)
+    readable_at_width(fig)  # 10 pt on the page, however many frames wide
     fig.tight_layout()
     return fig
 

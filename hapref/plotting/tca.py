@@ -12,6 +12,7 @@ from matplotlib.patches import Rectangle
 from hapref.features.pooling import region_windows
 from hapref.losses.contrastive_gradients import negative_weights
 from hapref.losses.memory_bank import MemoryBankCircle, MemoryBankInfoNCE
+from hapref.plotting.training import readable_at_width
 from hapref.validation import renamed_keywords
 
 __all__ = ["plot_pooling_regions", "plot_negative_weights"]
@@ -28,7 +29,8 @@ def plot_pooling_regions(size: int = 7, grid: int = 3, axes: Sequence[Axes] | No
         2
         >>> plt.close(axes[0].figure)
     """
-    if axes is None:
+    own = axes is None
+    if own:
         _, axes = plt.subplots(1, 2, figsize=(8, 4))
     colors = plt.cm.tab10.colors
     for ax, title in zip(axes, ("iMAC: one global max per channel", f"L3-iRMAC: {grid}×{grid} regions, summed")):
@@ -39,12 +41,15 @@ def plot_pooling_regions(size: int = 7, grid: int = 3, axes: Sequence[Axes] | No
         ax.grid(True, color="0.85")
         ax.set_aspect("equal")
         ax.set_title(title, fontsize=10)
+        ax.set(xlabel="feature-map column", ylabel="feature-map row")
     axes[0].add_patch(Rectangle((0, 0), size, size, fill=True, alpha=0.25, color=colors[0], lw=2))
     windows = region_windows(size, grid)
     for k, ((r0, r1), (c0, c1)) in enumerate((r, c) for r in windows for c in windows):
         inset = 0.06 * (k % 3)
         axes[1].add_patch(Rectangle((c0 + inset, r0 + inset), c1 - c0 - 2 * inset, r1 - r0 - 2 * inset,
                                     fill=False, lw=2, color=colors[k % 10]))
+    if own:
+        readable_at_width(axes[0].figure)
     return axes
 
 
