@@ -1,6 +1,7 @@
 """Hamming search: FAISS ``HammingIndex`` on packed codes vs a dense ±1 float matmul + topk.
 
-Usage: ``python benchmarks/search.py [--queries 200] [--database 200000] [--bits 64] [--k 100] [--repeats 5]``.
+Usage: ``python benchmarks/search.py [--queries 200] [--database 200000] [--bits 64] [--k 100] [--repeats 5]
+[--json OUT]`` (``--json`` also stores the timings with the machine, as ``book/data/performance/search.json``).
 Random ±1 codes; both methods return the k nearest codes of every query. Timed (median of ``--repeats``):
 the index built from packed codes plus its search, against ``queries @ database.T`` on float32 codes plus
 ``topk`` (the database already in float32). The top-k distances of both are checked equal. Also timed: the
@@ -34,6 +35,7 @@ def main() -> None:
     parser.add_argument("--classes", type=int, default=200, help="random labels for the mAP@k timing")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
                         help="threads for both torch and FAISS (OpenMP); 1 is steadier on a shared machine")
+    parser.add_argument("--json", default=None, help="also store the timings and the machine as JSON here")
     args = parser.parse_args()
     import faiss  # only to set its thread count; hapref.search imports it on first use
 
@@ -78,6 +80,19 @@ def main() -> None:
     print(f"codes: float32 {float_mib:.1f} MiB, packed {packed_mib:.2f} MiB ({float_mib / packed_mib:.0f}x smaller)")
     print(f"mAP@{args.k}: tie-aware through the index {t_map_index * 1e3:.0f} ms, "
           f"dense scores + map_at_n {t_map_dense * 1e3:.0f} ms")
+    if args.json:
+        from measure import write_results
+
+        settings = {"queries": args.queries, "database": args.database, "bits": args.bits, "k": args.k,
+                    "repeats": args.repeats, "classes": args.classes, "threads": args.threads,
+                    "float_mib": float_mib, "packed_mib": packed_mib}
+        write_results(args.json, "search", settings, [
+            {"method": "dense ±1 float32 matmul + topk", "ms": t_dense * 1e3},
+            {"method": "HammingIndex build + search", "ms": t_index * 1e3},
+            {"method": "search on a built HammingIndex", "ms": t_search * 1e3},
+            {"method": "pack_codes of the database", "ms": t_pack * 1e3},
+            {"method": "mAP@k through the index (tie-aware)", "ms": t_map_index * 1e3},
+            {"method": "mAP@k on the dense scores (map_at_n)", "ms": t_map_dense * 1e3}])
 
 
 if __name__ == "__main__":
