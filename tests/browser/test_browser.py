@@ -10,8 +10,9 @@ For every HTML page it asserts that
 - every image loads (``HTMLImageElement.decode`` resolves with a non-zero natural width),
 - no raw TeX delimiter (``$$``, ``\\(``, ``\\[``) is left in the rendered text once MathJax has typeset the page,
 - and, at a 1280-px window (the conventions of issue 33), the typography of the text column:
-  no figure image is displayed below 75 % of its natural width, and no code block, cell output or display
-  equation scrolls or is clipped sideways (an element whose ``scrollWidth`` exceeds its ``clientWidth``).
+  no figure image is displayed below 75 % of its natural width, and no code block, cell output, table or
+  display equation scrolls or is clipped sideways (an element whose ``scrollWidth`` exceeds its
+  ``clientWidth``).
 
 The typography violations name the page, the section and the element (the cell number, the first code line or
 the equation), so a chapter's owner can find them. As a script it prints every violation of every page instead
@@ -112,6 +113,14 @@ TYPOGRAPHY = r"""
       const kind = pre.closest(".cell_output, .output") ? "output" : "code";
       out.push({kind: kind, where: where(pre),
                 what: `${pre.scrollWidth} px wide in a ${pre.clientWidth} px box: "${snippet(pre.textContent)}"`});
+    }
+  }
+  for (const box of article.querySelectorAll(".pst-scrollable-table-container, div.output.text_html")) {
+    if (hidden(box)) continue;
+    if (box.scrollWidth > box.clientWidth + 1) {
+      const text = box.textContent.replace(/\s+/g, " ");
+      out.push({kind: "table", where: where(box),
+                what: `${box.scrollWidth} px wide in a ${box.clientWidth} px box: "${snippet(text)}"`});
     }
   }
   for (const box of article.querySelectorAll("div.math")) {
