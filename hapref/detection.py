@@ -37,6 +37,7 @@ __all__ = [
     "train_window_embedding",
     "window_embeddings",
     "clips_from",
+    "scan_threshold",
     "embedding_cut_detectors",
     "critical_clip_results",
     "mean_window_embeddings",
@@ -399,11 +400,26 @@ def clips_from(cuts: list[int], length: int) -> list[tuple[int, int]]:
     return list(zip([0] + list(cuts), list(cuts) + [length]))
 
 
+def scan_threshold(e_train: Tensor, train: HighlightVideo, window: int) -> float:
+    """The jump threshold of :func:`distance_scan` that maximises cut F1 on the training video (a grid of 30
+    values in [0.05, 1.5]; unit-norm window embeddings ``[N, E]`` jump by at most 2).
+
+    Examples:
+        >>> from hapref.data.highlights import make_highlight_video
+        >>> video = make_highlight_video(num_clips=3, clip_frames=(10, 10), critical_frames=4, size=16)
+        >>> emb = window_features(torch.eye(3).repeat_interleave(10, dim=0), 4).mean(1)
+        >>> detect_cuts(emb, 4, scan_threshold(emb, video, 4))
+        [10, 20]
+    """
+    return best_threshold(torch.linspace(0.05, 1.5, 30),
+                          lambda t: match_cuts(detect_cuts(e_train, window, t), train.cuts))
+
+
 def embedding_cut_detectors(e_train: Tensor, e_test: Tensor, train: HighlightVideo, test: HighlightVideo,
-                            window: int) -> dict[str, list[int]]:
+                            window: int, detectors: tuple[str, ...] = ("scan", "contrast")) -> dict[str, list[int]]:
     """The two cut detectors on window embeddings ``[N, E]``, thresholds tuned for F1 on the training video:
     ``"scan"`` (the paper's anchored scan, :func:`detect_cuts`) and ``"contrast"`` (peaks of
-    :func:`contrast_cut_scores`). Returns each one's cut frames on the test video.
+    :func:`contrast_cut_scores`). Returns each one's cut frames on the test video (only ``detectors``).
 
     Examples:
         >>> from hapref.data.highlights import make_highlight_video
@@ -412,12 +428,20 @@ def embedding_cut_detectors(e_train: Tensor, e_test: Tensor, train: HighlightVid
         >>> emb = window_features(frames, 4).mean(1)                 # a window = its frames' share of each clip
         >>> embedding_cut_detectors(emb, emb, video, video, window=4)
         {'scan': [10, 20], 'contrast': [10, 20]}
+        >>> embedding_cut_detectors(emb, emb, video, video, window=4, detectors=("contrast",))
+        {'contrast': [10, 20]}
     """
-    tau_scan = best_threshold(torch.linspace(0.05, 1.5, 30),
-                              lambda t: match_cuts(detect_cuts(e_train, window, t), train.cuts))
-    c_train, c_test = contrast_cut_scores(e_train, window), contrast_cut_scores(e_test, window)
-    tau_contrast = best_threshold(c_train, lambda t: match_cuts(peak_frames(c_train, t, window), train.cuts))
-    return {"scan": detect_cuts(e_test, window, tau_scan), "contrast": peak_frames(c_test, tau_contrast, window)}
+    unknown = set(detectors) - {"scan", "contrast"}
+    if unknown:
+        raise ValueError(f"detectors must be among ('scan', 'contrast'), got {sorted(unknown)}")
+    found = {}
+    if "scan" in detectors:
+        found["scan"] = detect_cuts(e_test, window, scan_threshold(e_train, train, window))
+    if "contrast" in detectors:
+        c_train, c_test = contrast_cut_scores(e_train, window), contrast_cut_scores(e_test, window)
+        tau = best_threshold(c_train, lambda t: match_cuts(peak_frames(c_train, t, window), train.cuts))
+        found["contrast"] = peak_frames(c_test, tau, window)
+    return found
 
 
 def critical_clip_results(e_train: Tensor, e_test: Tensor, train: HighlightVideo, test: HighlightVideo,
