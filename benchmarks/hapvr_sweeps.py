@@ -3,6 +3,8 @@
     python benchmarks/hapvr_sweeps.py --seeds 0 1 2 3 4 --data-seed 0
     python benchmarks/hapvr_sweeps.py --seeds 0 1 2 3 4 --data-seed 1
     python benchmarks/hapvr_sweeps.py --seeds 0 1 2 --data-seed 0 --variants video_ap smooth_ap shuffled_views
+    python benchmarks/hapvr_sweeps.py --seeds 0 1 2 --data-seed 0 --variants hapvr_clips8 L_base_clips8
+    python benchmarks/hapvr_sweeps.py --seeds 0 --data-seed 0 --variants hapvr --long-targets
     python benchmarks/hapvr_sweeps.py --profile smoke --steps 2 --seeds 0 --variants hapvr --out /tmp/s.json
 
 The benchmark (``hapref.data.benchmark.PROFILES["reshoot"]``, trained with ``hapref.train.hapvr.PROFILES["reshoot"]``)
@@ -28,6 +30,16 @@ Stored (the book's sweep layout):
 * ``untrained[data seed]``: every training-free similarity of chapter 3 on the same whitened region features
   (:data:`TRAINING_FREE`).
 * ``claims``: :data:`CLAIMS`, each checked by ``hapref.stats.claim_holds`` (``tests/test_sweep_claims.py``).
+* ``clip_curve[data seed][N]``: the curve over the number of training clips (issue 27 item 3). The runs are the
+  variants ``hapvr_clipsN`` / ``L_base_clipsN`` (:data:`CLIP_CURVE`: the pool's batches drawn from the first N
+  unlabeled clips, everything else as the profile); the block holds, per N, ``distinct_clips`` (how many distinct
+  clips the pool of 16 x 8 draws, ``hapref.train.hapvr.pool_clip_count``) and every training-free similarity on
+  the features whitened by that pool. The profile's own N = 512 point is the ``hapvr`` / ``L_base`` rows.
+* ``long_targets[data seed]``: TopK-Chamfer's temporal rate k_t (Table 4) on long targets
+  (``--long-targets``): each database video in one of :data:`LONG_SLOTS` slots of whole distractor videos
+  (``hapref.train.hapvr.long_targets``), DSVR mAP / μAP of the training-free TopK-Chamfer and of the trained
+  full method (the first ``--seeds`` seed, trained at k_t = 0.03, the rate changed at evaluation only) at each of
+  :data:`K_RATES`, with the columns each rate keeps before and after ψ.
 
 Designs tried (seed 0, data seed 0, float64, the full objective at lr 1e-3 with Xavier-initialised ψ unless
 said; DSVR mAP on the held-out benchmark; chapter 4's appendix has the same table):
@@ -85,7 +97,9 @@ from measure import SweepFile, sweep_arithmetic  # noqa: E402
 from hapref.metrics import map_and_micro_ap
 from hapref.similarity import video_similarity_matrix
 from hapref.train import fit
-from hapref.train.hapvr import PROFILES, HAPVRTask, Variant, config_for, prepare_data
+from hapref.data.benchmark import LEVELS, build_copy_benchmark
+from hapref.train.hapvr import (PROFILES, HAPVRTask, Variant, config_for, long_targets, pool_clip_count,
+                                prepare_data)
 from hapref.utils import seed_everything
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "book" / "data" / "hapvr_sweeps.json"
@@ -101,6 +115,16 @@ VARIANTS: dict[str, dict] = {
     "xavier_psi": {"psi_init": "xavier"},                               # ψ from the released random init
     "untrained_network": {"steps": 0},                                  # ψ as initialised by the seed
 }
+#: The curve over the number of training clips (issue 27 item 3): the full method and L_base with the pool drawn
+#: from the first N unlabeled clips (the profile's 512 is the stored hapvr / L_base rows themselves).
+CLIP_CURVE: tuple[int, ...] = (8, 32, 128)
+for _n in CLIP_CURVE:
+    VARIANTS[f"hapvr_clips{_n}"] = {"train_clips": _n}
+    VARIANTS[f"L_base_clips{_n}"] = {**VARIANTS["L_base"], "train_clips": _n}
+#: TopK-Chamfer's temporal rate on long targets (Table 4): each database video in one of LONG_SLOTS slots of
+#: whole distractor videos, scored training-free and by the trained model (seed 0) at each rate.
+LONG_SLOTS = 8
+K_RATES: tuple[float, ...] = (0.0, 0.03, 0.1, 0.3)
 #: Training-free similarities of chapter 3 on the same features: (measure, temporal rate k) at spatial rate 0.1,
 #: the region-level TopK of the network.
 TRAINING_FREE: dict[str, tuple[str, float]] = {
@@ -123,7 +147,7 @@ CLAIMS: list[dict] = [
 def _profile(profile: str, variant: str, steps: int | None):
     change = dict(VARIANTS[variant])
     p = PROFILES[profile]
-    for name in ("shuffle_views", "psi_init"):          # settings of the profile, not of the Variant
+    for name in ("shuffle_views", "psi_init", "train_clips"):   # settings of the profile, not of the Variant
         if name in change:
             p = replace(p, **{name: change.pop(name)})
     train_steps = change.pop("steps", steps if steps is not None else p.steps)
@@ -134,9 +158,11 @@ def _with_seed(p, data_seed: int):
     return replace(p, benchmark_seed=data_seed)
 
 
-def training_free(profile: str, data_seed: int) -> dict:
-    """``{method: {mAP, uAP}}`` of the training-free similarities on one instance of the benchmark."""
-    d = prepare_data(_with_seed(PROFILES[profile], data_seed))
+def training_free(profile: str, data_seed: int, train_clips: int | None = None) -> dict:
+    """``{method: {mAP, uAP}}`` of the training-free similarities on one instance of the benchmark (features
+    whitened by the PCA of the pool drawn from ``train_clips`` clips, the profile's own by default)."""
+    p = _with_seed(PROFILES[profile], data_seed)
+    d = prepare_data(p if train_clips is None else replace(p, train_clips=train_clips))
     out = {}
     for name, (measure, k) in TRAINING_FREE.items():
         scores = video_similarity_matrix(d.queries, d.database, d.query_valid, d.database_valid, measure=measure,
@@ -155,8 +181,15 @@ def shuffled_database(task: HAPVRTask, seed: int = 12345) -> tuple[torch.Tensor,
     return db, valid
 
 
-def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None) -> dict:
-    """Train (or, for ``untrained_network``, only initialise) one variant with one seed; the stored row."""
+def clip_curve_point(profile: str, data_seed: int, train_clips: int) -> dict:
+    """The training-free side of one point of the clip curve: distinct clips in the pool and every
+    training-free similarity on the features whitened by that pool."""
+    p = replace(_with_seed(PROFILES[profile], data_seed), train_clips=train_clips)
+    return {"distinct_clips": pool_clip_count(p), **training_free(profile, data_seed, train_clips)}
+
+
+def train_model(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None):
+    """``(task, model, metrics, curve)`` of one variant and seed (``untrained_network``: initialised only)."""
     p, v, train_steps = _profile(profile, variant, steps)
     p = _with_seed(p, data_seed)
     task = HAPVRTask(p, v, seed)
@@ -171,12 +204,45 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
         result = fit(task, config, progress=False)
         model, metrics = result.model.eval(), dict(result.metrics)   # fit evaluated the last step
         curve = [[int(h["step"]), round(float(h["mAP"]), 6)] for h in result.history if "mAP" in h]
+    return task, model, metrics, curve
+
+
+def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None) -> dict:
+    """Train (or, for ``untrained_network``, only initialise) one variant with one seed; the stored row."""
+    task, model, metrics, curve = train_model(profile, variant, seed, data_seed, steps)
     with torch.no_grad():
         db, valid = shuffled_database(task)
         shuffled = model.score(task.data.queries, db, task.data.query_valid, valid)
         metrics["mAP_shuffled"] = map_and_micro_ap(shuffled.cpu(), task.data.relevance)["mAP"]
     return {"seed": seed, "data_seed": data_seed, **{k: round(float(x), 6) for k, x in metrics.items()},
             "curve": curve}
+
+
+def long_target_rates(profile: str, data_seed: int, seed: int = 0, steps: int | None = None) -> dict:
+    """TopK-Chamfer's temporal rate on long targets: DSVR mAP / μAP of the training-free TopK-Chamfer (spatial
+    rate 0.1, as the network) and of the trained full method (``seed``, rate changed at evaluation only) at each
+    of :data:`K_RATES`, with the columns each rate keeps before ψ and after it (ψ halves the length twice)."""
+    task, model, _, _ = train_model(profile, "hapvr", seed, data_seed, steps)
+    d = task.data
+    bench_levels = build_copy_benchmark(PROFILES[profile].benchmark, seed=data_seed).levels
+    distractors = (bench_levels == LEVELS["distractor"]).all(dim=0)   # related to no query (no reshoots)
+    db, valid = long_targets(d.database, d.database_valid, distractors, LONG_SLOTS,
+                             torch.Generator().manual_seed(54321))
+    length = int(valid.shape[1])
+    with torch.no_grad():                            # ψ's output length on a full-length target
+        after_psi = int(model.comparator(d.database.new_zeros(1, d.queries.shape[1], length), None)[0].shape[-1])
+    out = {"slots": LONG_SLOTS, "target_frames": length, "trained_seed": seed, "rates": {}}
+    for k in K_RATES:
+        free = video_similarity_matrix(d.queries, db, d.query_valid, valid, measure="topk_chamfer", k=k,
+                                       spatial_k=0.1)
+        model.temporal_k = k
+        with torch.no_grad():
+            trained = model.score(d.queries, db, d.query_valid, valid)
+        out["rates"][str(k)] = {
+            "columns": max(1, round(k * length)), "columns_after_psi": max(1, round(k * after_psi)),
+            "training_free": {m: round(float(x), 6) for m, x in map_and_micro_ap(free, d.relevance).items()},
+            "trained": {m: round(float(x), 6) for m, x in map_and_micro_ap(trained, d.relevance).items()}}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
                         choices=list(VARIANTS))
     parser.add_argument("--steps", type=int, default=None, help="override the profile's training steps (tests)")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
+    parser.add_argument("--long-targets", action="store_true",
+                        help="also store TopK-Chamfer's temporal rates on long targets (long_targets block)")
     args = parser.parse_args(argv)
 
     with sweep_arithmetic(threads=1) as dtype:
@@ -196,6 +264,21 @@ def main(argv: list[str] | None = None) -> int:
                                       "dtype": str(dtype).removeprefix("torch.")}))
         sweep = SweepFile(args.out, meta, CLAIMS)
         sweep.ensure_untrained(args.data_seed, lambda: training_free(args.profile, args.data_seed))
+        counts = {VARIANTS[v]["train_clips"] for v in args.variants if "_clips" in v}
+        if counts:                                       # the clip curve's training-free side, with the
+            counts.add(PROFILES[args.profile].train_clips)   # profile's own count (the headline rows)
+        for n in sorted(counts):
+            curve = sweep.data.get("clip_curve", {})
+            if str(n) not in curve.get(str(args.data_seed), {}):
+                point, wall, cpu = sweep.timed(lambda: clip_curve_point(args.profile, args.data_seed, n))
+                curve.setdefault(str(args.data_seed), {})[str(n)] = point
+                sweep.add("clip_curve", curve, wall, cpu)
+        if args.long_targets and str(args.data_seed) not in sweep.data.get("long_targets", {}):
+            block = dict(sweep.data.get("long_targets", {}))
+            value, wall, cpu = sweep.timed(lambda: long_target_rates(args.profile, args.data_seed,
+                                                                     args.seeds[0], args.steps))
+            block[str(args.data_seed)] = value
+            sweep.add("long_targets", block, wall, cpu)
         sweep.run_missing(args.variants, args.seeds, args.data_seed,
                           lambda variant, seed: run_one(args.profile, variant, seed, args.data_seed, args.steps),
                           lambda row: f"mAP={row['mAP']:.4f} uAP={row['uAP']:.4f} shuffled={row['mAP_shuffled']:.4f}")

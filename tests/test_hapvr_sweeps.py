@@ -20,7 +20,8 @@ def load_script():
 def test_smoke_sweep_runs_every_variant_and_resumes(tmp_path) -> None:
     sweeps = load_script()
     out = tmp_path / "s.json"
-    args = ["--profile", "smoke", "--seeds", "0", "--steps", "2", "--out", str(out), "--variants", *sweeps.VARIANTS]
+    args = ["--profile", "smoke", "--seeds", "0", "--steps", "2", "--out", str(out), "--long-targets",
+            "--variants", *sweeps.VARIANTS]
     assert sweeps.main(args) == 0
     results = json.loads(out.read_text())
     assert set(results["runs"]) == set(sweeps.VARIANTS)
@@ -29,6 +30,14 @@ def test_smoke_sweep_runs_every_variant_and_resumes(tmp_path) -> None:
         assert all(0.0 <= run[m] <= 1.0 for m in ("mAP", "uAP", "mAP_shuffled"))
         assert (run["curve"] == []) == (variant == "untrained_network")
     assert set(results["untrained"]["0"]) == set(sweeps.TRAINING_FREE)
+    curve = results["clip_curve"]["0"]                       # one training-free point per clip count
+    assert set(curve) == {str(n) for n in sweeps.CLIP_CURVE}
+    assert all(set(point) == {"distinct_clips", *sweeps.TRAINING_FREE} for point in curve.values())
+    long = results["long_targets"]["0"]
+    assert set(long["rates"]) == {str(k) for k in sweeps.K_RATES}
+    columns = [long["rates"][str(k)]["columns"] for k in sweeps.K_RATES]
+    assert columns == sorted(columns) and columns[0] == 1        # rate 0 keeps one column: Chamfer
+    assert long["rates"]["0.0"]["training_free"]["mAP"] > 0
     before = out.read_text()
     assert sweeps.main(args) == 0                          # everything stored: nothing retrained
     assert json.loads(out.read_text())["runs"] == json.loads(before)["runs"]
@@ -44,6 +53,18 @@ def test_stored_sweep_layout_and_claims() -> None:
     assert len(data_seeds) >= 2 and len({r["seed"] for r in stored["runs"]["hapvr"]}) >= 5
     for seed in data_seeds:
         assert set(stored["untrained"][str(seed)]) == set(sweeps.TRAINING_FREE)
+    points = sorted(int(n) for n in stored["clip_curve"]["0"])   # the clip curve, on instance 0
+    own = stored["settings"]["train_clips"]                       # the profile's own: the headline rows
+    assert own in points and len(points) >= 2 and set(points) - {own} <= set(sweeps.CLIP_CURVE)
+    for n in points:                                              # 3 seeds, its own Chamfer line
+        for v in ("hapvr", "L_base"):
+            rows = stored["runs"][v if n == own else f"{v}_clips{n}"]
+            assert len({r["seed"] for r in rows if r["data_seed"] == 0}) >= 3, (v, n)
+        assert set(stored["clip_curve"]["0"][str(n)]) == {"distinct_clips", *sweeps.TRAINING_FREE}
+    distinct = [stored["clip_curve"]["0"][str(n)]["distinct_clips"] for n in points]
+    assert distinct == sorted(distinct) and all(d <= n for d, n in zip(distinct, points))
+    rates = stored["long_targets"]["0"]["rates"]
+    assert [rates[str(k)]["columns"] for k in sweeps.K_RATES][0] == 1 and rates["0.3"]["columns"] > 3
     for claim in stored["claims"]:
         assert claim_holds(stored, claim), claim
         if claim["worse"].startswith("untrained:"):        # against the best training-free similarity
