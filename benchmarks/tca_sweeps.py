@@ -1,99 +1,152 @@
-"""TCA ablations (Table 1a-1e analogues) on the book's copy-detection benchmark, several seeds per row (chapter 6).
+"""TCA on the stock benchmark, seeds × data seeds (chapter 6, issue 29).
 
-    python benchmarks/tca_sweeps.py                        # quick profile, seeds 0-2 -> book/data/tca_sweeps.json
-    python benchmarks/tca_sweeps.py --profile smoke --seeds 0 --out /tmp/s.json
+    python benchmarks/tca_sweeps.py --seeds 0 1 2 3 4 --data-seed 0
+    python benchmarks/tca_sweeps.py --seeds 0 1 2 3 4 --data-seed 1
+    python benchmarks/tca_sweeps.py --seeds 0 1 2 --data-seed 0 --variants lstm gru netvlad momentum0.1
+    python benchmarks/tca_sweeps.py --profile smoke --steps 2 --seeds 0 --variants tca --out /tmp/s.json
 
-Every distinct configuration of :data:`TABLES` is trained once per seed with :func:`hapref.train.fit` (one
-torch thread, so a run is reproducible bit for bit on one machine). Stored per run: DSVR mAP / μAP of
-TCA_c (and of TCA_f / TCA_sym where the aggregator has frame outputs), the final loss and, for the first
-seed, the training loss every few steps. The training-free baselines of both frame features are stored too.
+The benchmark (``hapref.data.benchmark.PROFILES["stock"]``, trained with ``hapref.train.tca.PROFILES["stock"]``)
+is the book's copy benchmark with one change: every video — query, copy, same-scene video, distractor and
+unlabeled training clip — opens with one of four generic *stock shots* (half of its frames), as unrelated
+uploads share a channel intro or the same stock footage. A query and a distractor that happen to open with the
+same stock shot share half of their frames exactly, while an edited copy shares all of them, but each one
+altered. A frame-wise similarity adds up frame matches: the shared intro counts as evidence, and an unrelated
+video with the query's intro ties with or beats an edited copy. Training sees the same situation: the memory
+bank is full of other clips with the same four intros, so the contrastive loss rewards descriptors that let the
+clip's own frames decide. In TCA every refined frame is a mixture of the whole clip (self-attention), so a stock
+frame can carry what the rest of its video is. ``--data-seed N`` builds another instance of the benchmark and of
+its unlabeled split (other scenes, stock shots, edits and views) from the same design. Everything runs in float64
+(``hapref.utils.portable_precision``) on one torch thread; each finished run is appended to ``--out`` (default
+``book/data/tca_sweeps.json``) through ``benchmarks/measure.SweepFile``, which resumes an interrupted sweep.
+
+Stored (the book's sweep layout):
+
+* ``runs[variant]``: one row per (seed, data seed), DSVR on the held-out benchmark. ``mAP``/``uAP``: TCA_f, the
+  Chamfer similarity of the refined frames (TCA Eq. 8; the paper's best measure, its Table 1f), chosen as the
+  headline before any run; ``mAP_c``/``uAP_c``: TCA_c, the cosine of the video descriptors (Eq. 10);
+  ``mAP_sym``: symmetric Chamfer (Eq. 9). Controls on the same trained model: ``mAP_context_free`` /
+  ``mAP_c_context_free`` (every frame through the encoder alone, so no frame sees the others) and
+  ``mAP_shuffled`` / ``mAP_c_shuffled`` (every database video's frames shuffled). ``curve``: TCA_f mAP every
+  :data:`CURVE_EVERY` steps for the ``tca`` runs. NetVLAD has no frame outputs: its rows hold ``mAP_c`` only.
+* ``untrained[data seed]``: every training-free similarity of the chapter on the same whitened descriptors —
+  cosine of the means, Chamfer and symmetric Chamfer, on L3-iRMAC and on iMAC (:func:`training_free`).
+* ``claims``: :data:`CLAIMS`, each checked by ``hapref.stats.claim_holds`` (``tests/test_sweep_claims.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared benchmark helpers
-from measure import write_sweep  # noqa: E402
+from measure import SweepFile, sweep_arithmetic  # noqa: E402
 
 from hapref.train import fit
-from hapref.train.tca import TCATask, Variant, baseline_metrics, config_for
+from hapref.train.tca import MEASURES, PROFILES, TCATask, Variant, baseline_metrics, config_for
+from hapref.utils import seed_everything
 
-#: The paper's configuration at this scale: Transformer, L3-iRMAC, Circle loss (γ 256, m 0.25), the profile's bank.
-DEFAULT = Variant()
-#: TCA Table 1 analogues. (a) aggregators on iMAC with video-level descriptors; (b) feature; (c) loss;
-#: (d) memory-bank size, with the triplet baseline (hardest in-batch negative, no bank); (e) momentum
-#: key encoder with a queue (0 = the memory bank of the current encoder's keys).
-TABLES: dict[str, dict[str, Variant]] = {
-    "1a_aggregator": {name: Variant(aggregator=name, pooling="imac")
-                      for name in ("netvlad", "lstm", "gru", "transformer")},
-    "1b_feature": {"iMAC": Variant(pooling="imac"), "L3-iRMAC": DEFAULT},
-    "1c_loss": {"InfoNCE τ=0.07": Variant(loss="infonce", temperature=0.07),
-                "InfoNCE τ=1/256": Variant(loss="infonce", temperature=1 / 256), "Circle γ=256": DEFAULT},
-    "1d_bank": {"triplet (no bank)": Variant(loss="triplet", bank_size=0), "bank 0": Variant(bank_size=0),
-                "bank 16": Variant(bank_size=16), "bank 32": Variant(bank_size=32), "bank 128": DEFAULT},
-    "1e_momentum": {"0 (bank)": DEFAULT, **{f"{m:g}": Variant(momentum=m) for m in (0.9, 0.99, 0.999)}},
+PROFILE = "stock"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "book" / "data" / "tca_sweeps.json"
+CURVE_EVERY = 25
+#: Variant name -> (TCA Table 1 row it stands for, the Variant). ``tca`` is the paper's final configuration at
+#: this scale (Transformer, L3-iRMAC, Circle loss γ = 256, m = 0.25, memory-bank negatives only).
+VARIANTS: dict[str, Variant] = {
+    "tca": Variant(),
+    "untrained_network": Variant(),                                      # initialised, not trained
+    "infonce": Variant(loss="infonce", temperature=1 / 256),             # Table 1c
+    "infonce_t0.07": Variant(loss="infonce", temperature=0.07),
+    "imac": Variant(pooling="imac"),                                     # Table 1b
+    "bank16": Variant(bank_size=16),                                     # Table 1d
+    "bank0_in_batch": Variant(bank_size=0, in_batch_negatives=True),
+    "in_batch": Variant(in_batch_negatives=True),                        # the extension: bank + other rows
+    "triplet": Variant(loss="triplet", bank_size=0, in_batch_negatives=True),
+    "lstm": Variant(aggregator="lstm"),                                  # Table 1a
+    "gru": Variant(aggregator="gru"),
+    "netvlad": Variant(aggregator="netvlad"),
+    **{f"momentum{m:g}": Variant(momentum=m) for m in (0.1, 0.9, 0.99, 0.999)},   # Table 1e
+    **{f"tca_clips{n}": Variant() for n in (24, 48, 96)},               # the data curve: the first n clips
 }
-CURVE_EVERY = 5
+HEADLINE = ["tca", "untrained_network", "infonce"]
+
+#: Each claim holds on every stored (seed, data seed); set after the runs it summarises, never edited to fit.
+CLAIMS: list[dict] = []
 
 
-#: The orderings chapter 6 asserts, each separated by every seed (weak: three seeds, gaps of 0.003-0.022). Rows are
-#: "<table>/<row>" of TABLES; a claim holds when better - worse > 0 for every seed and the mean gap >= margin.
-CLAIMS = [
-    {"better": "1b_feature/L3-iRMAC", "worse": "1b_feature/iMAC", "metric": "mAP", "margin": 0.0},
-    {"better": "1c_loss/InfoNCE τ=0.07", "worse": "1c_loss/InfoNCE τ=1/256", "metric": "mAP", "margin": 0.0},
-    {"better": "1d_bank/bank 32", "worse": "1d_bank/bank 0", "metric": "mAP", "margin": 0.0},
-]
-
-def variant_key(v: Variant) -> str:
-    return "|".join(f"{k}={val}" for k, val in sorted(asdict(v).items()))
+def _round(metrics: dict) -> dict:
+    return {k: round(float(v), 6) for k, v in metrics.items()}
 
 
-def run_one(profile: str, variant: Variant, seed: int, curve: bool = False) -> dict:
-    """Train one configuration with one seed; the stored row (metrics rounded to 6 d.p., loss to 4)."""
-    result = fit(TCATask(profile, variant, seed), config_for(profile, seed), progress=False)
-    row = {"seed": seed, **{k: round(float(v), 6) for k, v in result.metrics.items()},
-           "final_loss": round(result.history[-1]["loss"], 4)}
+def _settings(profile: str, steps: int | None, data_seed: int):
+    p = replace(PROFILES[profile], benchmark_seed=data_seed)
+    return replace(p, steps=steps) if steps is not None else p
+
+
+def training_free(profile: str, data_seed: int) -> dict:
+    """``{"<feature> <measure>": {"mAP", "uAP"}}`` of every training-free similarity on one benchmark instance."""
+    p = _settings(profile, None, data_seed)
+    names = {"l3irmac": "L3-iRMAC", "imac": "iMAC"}
+    return {f"{names[pool]} {m}": _round(v) for pool in names for m, v in baseline_metrics(p, pool).items()}
+
+
+def _row(metrics: dict) -> dict:
+    """The stored names: ``mAP`` = TCA_f (the headline), ``mAP_c`` = TCA_c (see the module docstring)."""
+    rename = {"mAP": "mAP_c", "uAP": "uAP_c", "mAP_f": "mAP", "uAP_f": "uAP",
+              "mAP_context_free": "mAP_c_context_free", "mAP_f_context_free": "mAP_context_free",
+              "mAP_shuffled": "mAP_c_shuffled", "mAP_f_shuffled": "mAP_shuffled"}
+    return {rename.get(k, k): v for k, v in _round(metrics).items()}
+
+
+def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None) -> dict:
+    """Train (``untrained_network``: only initialise) one variant with one seed; the stored row."""
+    p = _settings(profile, steps, data_seed)
+    task = TCATask(p, VARIANTS[variant], seed)
+    if variant.startswith("tca_clips"):                   # the first n training clips only (same features)
+        n = int(variant.removeprefix("tca_clips"))
+        task.data = replace(task.data, train=task.data.train[:n], train_valid=task.data.train_valid[:n])
+    if variant == "untrained_network":
+        seed_everything(seed)                             # as fit() does before it builds the model
+        model = task.build_model().eval()
+        history = []
+    else:
+        every = CURVE_EVERY if variant == "tca" else 0
+        result = fit(task, replace(config_for(p, seed), eval_every=every), progress=False)
+        model, history = result.model.eval(), result.history
+    with torch.no_grad():
+        metrics = {**task.evaluate(model), **task.evaluate_controls(model)}
+    row = {"seed": seed, "data_seed": data_seed, **_row(metrics)}
+    curve = [[h["step"], round(float(h["mAP_f"]), 6)] for h in history if "mAP_f" in h]
     if curve:
-        row["curve"] = [[h["step"], round(h["loss"], 4)] for h in result.history if h["step"] % CURVE_EVERY == 0]
+        row["curve"] = curve
     return row
-
-
-def run_sweep(profile: str = "quick", seeds: tuple[int, ...] = (0, 1, 2, 3, 4), progress: bool = True) -> dict:
-    """Every distinct configuration × seed; the results as plain data."""
-    torch.set_num_threads(1)
-    variants = {variant_key(v): v for table in TABLES.values() for v in table.values()}
-    configs = {}
-    for i, (key, variant) in enumerate(sorted(variants.items())):
-        runs = [run_one(profile, variant, seed, curve=seed == seeds[0]) for seed in seeds]
-        configs[key] = {"variant": asdict(variant), "runs": runs}
-        if progress:
-            maps = " ".join(f"{r['mAP']:.4f}" for r in runs)
-            print(f"[{i + 1}/{len(variants)}] {key}: mAP {maps}", file=sys.stderr, flush=True)
-    untrained = {pooling: {m: {k: round(v, 6) for k, v in vals.items()}
-                           for m, vals in baseline_metrics(profile, pooling).items()}
-                 for pooling in ("imac", "l3irmac")}
-    return {"profile": profile, "seeds": list(seeds), "steps": config_for(profile).steps, "task": "DSVR",
-            "configs": configs, "untrained": untrained,
-            "tables": {name: {row: variant_key(v) for row, v in table.items()} for name, table in TABLES.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="quick", choices=("smoke", "quick", "full"))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "book" / "data" / "tca_sweeps.json"))
+    parser.add_argument("--profile", default=PROFILE, choices=("smoke", "stock"))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--data-seed", type=int, default=0)
+    parser.add_argument("--variants", nargs="*", default=HEADLINE, choices=list(VARIANTS))
+    parser.add_argument("--steps", type=int, default=None, help="override the profile's training steps (tests)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT))
     args = parser.parse_args(argv)
-    def sweep() -> dict:
-        return {**run_sweep(args.profile, tuple(args.seeds)), "claims": CLAIMS}
 
-    out = write_sweep(args.profile, args.out, sweep, threads=None)
-    print(f"wrote {out}")
+    with sweep_arithmetic(threads=1) as dtype:
+        settings = {k: v for k, v in asdict(_settings(args.profile, args.steps, 0)).items() if k != "benchmark_seed"}
+        meta = json.loads(json.dumps({"profile": args.profile, "settings": settings, "task": "DSVR",
+                                      "dtype": str(dtype).removeprefix("torch.")}))
+        sweep = SweepFile(args.out, meta, CLAIMS)
+        sweep.ensure_untrained(args.data_seed, lambda: training_free(args.profile, args.data_seed))
+        sweep.run_missing(args.variants, args.seeds, args.data_seed,
+                          lambda variant, seed: run_one(args.profile, variant, seed, args.data_seed, args.steps),
+                          lambda row: f"TCA_f mAP={row.get('mAP', float('nan')):.4f} "
+                                      f"TCA_c mAP={row['mAP_c']:.4f}")
+        sweep.write()
+    print(f"wrote {args.out}")
     return 0
 
 

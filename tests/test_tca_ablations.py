@@ -171,7 +171,7 @@ def test_pipeline_variants_train_at_smoke_size() -> None:
 
     torch.set_num_threads(1)
     for variant in (Variant(aggregator="netvlad", pooling="imac"), Variant(aggregator="gru"),
-                    Variant(loss="triplet", bank_size=0), Variant(momentum=0.9)):
+                    Variant(loss="triplet", bank_size=0, in_batch_negatives=True), Variant(momentum=0.9)):
         task = TCATask("smoke", variant, seed=0)
         model = task.build_model()
         start = {k: v.clone() for k, v in model.state_dict().items()}

@@ -12,7 +12,7 @@ from hapref.features.backbones import (
 )
 from hapref.features.extractor import FeatureExtractor, released_frames
 from hapref.features.pooling import (POOLINGS, RELEASED_KERNELS, pool_layers, region_windows, regional_max_pool,
-                                     released_l3imac)
+                                     released_l3imac, released_l3irmac, released_tca_windows)
 from hapref.features.resnet import ResNet50
 from hapref.features.vit import DINO_VITS16, VisionTransformer, dino_backbone_state, dino_input, load_dino_vits16
 from hapref.features.whitening import PCAWhitening
@@ -21,5 +21,6 @@ __all__ = [
     "AlexNetBackbone", "BACKBONES", "DINO_VITS16", "POOLINGS", "Backbone", "EfficientNetLite0Backbone",
     "FeatureExtractor", "PCAWhitening", "RELEASED_KERNELS", "ResNet50", "ResNet50Backbone", "SmallCNN",
     "VisionTransformer", "dino_backbone_state", "dino_input", "load_backbone", "load_dino_vits16", "pool_layers",
-    "region_windows", "regional_max_pool", "released_frames", "released_l3imac", "to_float_frames",
+    "region_windows", "regional_max_pool", "released_frames", "released_l3imac", "released_l3irmac",
+    "released_tca_windows", "to_float_frames",
 ]

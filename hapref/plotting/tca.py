@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
@@ -15,7 +16,7 @@ from hapref.losses.memory_bank import MemoryBankCircle, MemoryBankInfoNCE
 from hapref.plotting.training import readable_at_width
 from hapref.validation import renamed_keywords
 
-__all__ = ["plot_pooling_regions", "plot_negative_weights"]
+__all__ = ["plot_pooling_regions", "plot_negative_weights", "plot_run_dots"]
 
 
 def plot_pooling_regions(size: int = 7, grid: int = 3, axes: Sequence[Axes] | None = None) -> Sequence[Axes]:
@@ -78,4 +79,44 @@ def plot_negative_weights(temperature: float = 0.07, margin: float = 0.25, scale
     ax.set_ylabel("relative gradient weight")
     ax.set_title(f"{background} other negatives at s = {s_background}", fontsize=10)
     ax.legend(fontsize=9)
+    return ax
+
+
+def plot_run_dots(rows: Mapping[str, Sequence[float]], references: Mapping[str, float] | None = None,
+                  xlabel: str = "DSVR mAP (held-out)", ax: Axes | None = None) -> Axes:
+    """One row per configuration: every run as a dot and the mean as a bar tick; ``references`` as dashed lines.
+
+    ``rows[name]`` holds one value per (seed, data seed) run (e.g. a stored sweep variant's ``mAP``);
+    ``references[name]`` a single value, drawn across all rows (e.g. the best training-free similarity). Rows
+    are drawn top to bottom in the given order; the figure is sized for the book's text column.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> ax = plot_run_dots({"trained": [0.50, 0.52], "untrained": [0.44, 0.45]}, {"Chamfer": 0.46})
+        >>> [t.get_text() for t in ax.get_yticklabels()], ax.get_xlabel()
+        (['trained', 'untrained'], 'DSVR mAP (held-out)')
+        >>> plt.close(ax.figure)
+    """
+    if not rows:
+        raise ValueError("rows must name at least one configuration with its run values")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.8, 0.45 * len(rows) + 1.2))
+    names = list(rows)
+    for i, name in enumerate(names):
+        values = np.asarray(rows[name], dtype=float)
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(f"rows[{name!r}] must be a non-empty sequence of numbers, got {rows[name]!r}")
+        ax.plot(values, np.full(values.shape, i), "o", ms=4, color="C0", alpha=0.6)
+        ax.plot([values.mean()] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
+    for k, (name, value) in enumerate((references or {}).items()):
+        ax.axvline(value, color=f"C{k + 1}", ls="--", lw=1.2, label=name)
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("configuration")
+    if references:
+        ax.legend(loc="best", fontsize=10)
+    ax.tick_params(labelsize=10)
+    ax.xaxis.label.set_size(10)
+    ax.yaxis.label.set_size(10)
     return ax

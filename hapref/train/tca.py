@@ -119,7 +119,7 @@ PROFILES: dict[str, TCAProfile] = {
                         distractors_per_step=16, steps=100, lr=5e-4, warmup_steps=10),
     # Chapter 6: the stock benchmark (every video opens with one of four shared stock shots), 16-frame views of
     # whole clips (so every view keeps its intro), 200 steps.
-    "stock": TCAProfile("stock", train_clips=192, distractor_clips=128, frames=16, stride=2, eval_stride=2,
+    "stock": TCAProfile("stock", train_clips=96, distractor_clips=64, frames=16, stride=2, eval_stride=2,
                         strong_views=2, whiten_dim=128, nhead=8, dim_feedforward=256, dropout=0.5, batch_videos=16,
                         bank_size=128, distractors_per_step=16, steps=200, lr=5e-4, warmup_steps=10),
     "full": TCAProfile("full", train_clips=2048, distractor_clips=2048, frames=32, stride=2, eval_stride=1,

@@ -1,0 +1,63 @@
+"""benchmarks/tca_sweeps.py (chapter 6): the smoke sweep appends and resumes in the book's layout, and the stored
+file holds what the chapter reads (headline rows over 5 seeds x 2 benchmark instances, every training-free
+similarity per instance)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import load_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADLINE = ("tca", "untrained_network", "infonce")
+
+
+def test_smoke_sweep_appends_resumes_and_names_its_scores(tmp_path, monkeypatch) -> None:
+    sweeps = load_benchmark("tca_sweeps")
+    out = tmp_path / "tca.json"
+    args = ["--profile", "smoke", "--steps", "2", "--out", str(out), "--variants", "tca", "untrained_network",
+            "netvlad", "tca_clips24"]
+    assert sweeps.main([*args, "--seeds", "0"]) == 0
+    first = json.loads(out.read_text())
+    assert set(first["untrained"]["0"]) == {f"{f} {m}" for f in ("L3-iRMAC", "iMAC")
+                                            for m in ("cosine", "chamfer", "symmetric_chamfer")}
+    for variant, runs in first["runs"].items():
+        (run,) = runs
+        assert (run["seed"], run["data_seed"]) == (0, 0)
+        assert 0.0 <= run["mAP_c"] <= 1.0
+        assert ("mAP" in run) == (variant != "netvlad")               # NetVLAD has no frame outputs
+    tca = first["runs"]["tca"][0]
+    assert {"mAP", "mAP_sym", "mAP_context_free", "mAP_shuffled", "mAP_c_shuffled"} <= set(tca)
+    assert abs(tca["mAP_shuffled"] - tca["mAP"]) < 1e-6               # no positional encoding: order-blind
+    assert "curve" not in first["runs"]["untrained_network"][0]
+    assert first["dtype"] == "float64" and first["threads"] == 1 and first["wall_seconds"] > 0
+
+    trained = []                                       # the second call adds seed 1 and retrains nothing else
+    original = sweeps.run_one
+    monkeypatch.setattr(sweeps, "run_one", lambda *a, **k: trained.append(a[1:3]) or original(*a, **k))
+    assert sweeps.main([*args, "--seeds", "0", "1"]) == 0
+    second = json.loads(out.read_text())
+    assert sorted(trained) == sorted((v, 1) for v in first["runs"])
+    for variant, runs in second["runs"].items():
+        assert [r["seed"] for r in runs] == [0, 1] and runs[0] == first["runs"][variant][0]
+    with pytest.raises(SystemExit, match="other settings"):
+        sweeps.main([*args[:2], "--steps", "3", *args[4:], "--seeds", "0"])
+
+
+def test_stored_sweep_holds_what_chapter_6_reads() -> None:
+    sweeps = load_benchmark("tca_sweeps")
+    stored = json.loads((ROOT / "book" / "data" / "tca_sweeps.json").read_text())
+    assert stored["profile"] == sweeps.PROFILE and stored["claims"] == sweeps.CLAIMS
+    assert set(stored["runs"]) <= set(sweeps.VARIANTS)
+    for variant, runs in stored["runs"].items():
+        keys = {(r["seed"], r["data_seed"]) for r in runs}
+        assert len(keys) == len(runs), variant
+        need = {0: 5, 1: 5} if variant in HEADLINE else {0: 3}
+        for data_seed, count in need.items():
+            assert len({s for s, d in keys if d == data_seed}) >= count, (variant, data_seed)
+    assert set(stored["untrained"]) == {"0", "1"}
+    names = {f"{f} {m}" for f in ("L3-iRMAC", "iMAC") for m in ("cosine", "chamfer", "symmetric_chamfer")}
+    assert all(set(methods) == names for methods in stored["untrained"].values())
+    assert stored["wall_seconds"] <= 90 * 60 * 2 and stored["cpu_seconds"] > 0     # <= 90 min on 2 cores
