@@ -81,3 +81,19 @@ def test_finetune_backbone_is_off_by_default_and_checked() -> None:
     assert not task.finetune and not task.build_model().finetunes_backbone
     with pytest.raises(ValueError, match="finetune_backbone"):
         build("smoke", "radial", seed=0, progress=False, overrides={"finetune_backbone": "maybe"})
+
+
+def test_an_end_to_end_run_folder_reloads_with_its_trained_cnn(tmp_path) -> None:
+    from hapref.train import load_run
+
+    task, config = build("smoke", "radial", seed=0, progress=False,
+                         overrides={"finetune_backbone": "true", "steps": "2"})
+    trained = fit(task, config, out_dir=tmp_path, progress=False).model.eval()
+    model, _ = load_run(tmp_path)
+    model.eval()
+    assert model.finetunes_backbone
+    for (name, a), b in zip(trained.state_dict().items(), model.state_dict().values()):
+        assert torch.equal(a, b), name
+    clips = [task.test_videos[0], task.test_videos[1]]
+    with torch.no_grad():
+        assert torch.allclose(model(clips), trained(clips))

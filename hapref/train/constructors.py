@@ -23,6 +23,7 @@ MODEL_CONSTRUCTORS: frozenset[str] = frozenset({
     "hapref.models.hapvr:build_hapvr_network",
     "hapref.train.tca:build_model",
     "hapref.models.radial:QuadletVideoNet",
+    "hapref.train.radial:end_to_end_network",      # Radial with finetune_backbone=true (CNN weights in the run)
     "hapref.models.autossvh:AutoSSVHNet",
 })
 #: Preprocessing modules a run folder may name (rebuilt from tensors of the checkpoint).
