@@ -17,6 +17,10 @@ contrast). ConMH's masks give the two views disjoint kept frames whenever half o
 learned sampler draws each view on its own; ``random_independent`` (+ ``_no_p2set``) draws random views
 independently too, the like-for-like random baseline of the learned sampler.
 Evaluation is tie-aware: mAP@N is the expected value over the orders of equally distant database codes.
+
+Profile ``redundant`` (chapter 7, issue 31): the quick videos cut to 3 informative frames and padded to 12 with
+blank frames (:func:`hapref.data.redundant.pad_with_title_cards`), 9 dropped per view, so that which frames a
+view keeps matters; :func:`informative_kept` measures how many informative frames a sampler's views keep.
 """
 
 from __future__ import annotations
