@@ -221,17 +221,19 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
 def long_target_rates(profile: str, data_seed: int, seed: int = 0, steps: int | None = None) -> dict:
     """TopK-Chamfer's temporal rate on long targets: DSVR mAP / μAP of the training-free TopK-Chamfer (spatial
     rate 0.1, as the network) and of the trained full method (``seed``, rate changed at evaluation only) at each
-    of :data:`K_RATES`, with the columns each rate keeps before ψ and after it (ψ halves the length twice)."""
+    of :data:`K_RATES`, with the columns each rate keeps before ψ and after it (ψ halves the length twice) on a
+    target of the median length (``median_frames`` real frames; ``target_frames`` with padding)."""
     task, model, _, _ = train_model(profile, "hapvr", seed, data_seed, steps)
     d = task.data
     bench_levels = build_copy_benchmark(PROFILES[profile].benchmark, seed=data_seed).levels
     distractors = (bench_levels == LEVELS["distractor"]).all(dim=0)   # related to no query (no reshoots)
     db, valid = long_targets(d.database, d.database_valid, distractors, LONG_SLOTS,
                              torch.Generator().manual_seed(54321))
-    length = int(valid.shape[1])
-    with torch.no_grad():                            # ψ's output length on a full-length target
+    length = int(valid.sum(dim=1).median())           # a typical target's real frames (padding aside)
+    with torch.no_grad():                            # ψ's output length on such a target
         after_psi = int(model.comparator(d.database.new_zeros(1, d.queries.shape[1], length), None)[0].shape[-1])
-    out = {"slots": LONG_SLOTS, "target_frames": length, "trained_seed": seed, "rates": {}}
+    out = {"slots": LONG_SLOTS, "target_frames": int(valid.shape[1]), "median_frames": length,
+           "trained_seed": seed, "rates": {}}
     for k in K_RATES:
         free = video_similarity_matrix(d.queries, db, d.query_valid, valid, measure="topk_chamfer", k=k,
                                        spatial_k=0.1)
