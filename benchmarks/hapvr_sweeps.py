@@ -79,10 +79,10 @@ total (two processes side by side)                                36   ≈ 45 mi
 
 Run as listed, plus ``video_ap`` and ``smooth_ap`` (3 seeds each on instance 0, about 4 min each) and ``L_base`` on
 instance 1 (5 seeds). Later (issue 27 item 3 and Table 4, on 2 cores shared with four other sweeps, so wall
-times are 10x the CPU times): the clip curve's N = 8 point, ``hapvr_clips8`` and ``L_base_clips8`` with seeds 0-2
-(its pool of views about 250 s CPU; each run about 75 s CPU, 880 s wall with six run side by side), and
-``--long-targets`` (about 430 s CPU: the 512-clip pool, one training, eight scorings of 134-frame targets).
-Started and stopped for the budget, not stored: N = 32 (its pool was half built) and N = 128.
+times were up to 10x the CPU times): the clip curve's N = 8 and N = 32 points, ``hapvr_clipsN`` and
+``L_base_clipsN`` with seeds 0-2 (each point's pool of views about 230-250 s CPU; each run about 75 s CPU, 880 s
+wall with six run side by side at N = 8, 200 s with five at N = 32), and ``--long-targets`` (about 430 s CPU: the
+512-clip pool, one training, eight scorings of 134-frame targets). Not run, for the budget: N = 128.
 """
 
 from __future__ import annotations
