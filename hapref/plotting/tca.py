@@ -43,7 +43,11 @@ def plot_pooling_regions(size: int = 7, grid: int = 3, axes: Sequence[Axes] | No
         ax.set_aspect("equal")
         ax.set_title(title, fontsize=10)
         ax.set(xlabel="feature-map column", ylabel="feature-map row")
-    axes[0].add_patch(Rectangle((0, 0), size, size, fill=True, alpha=0.25, color=colors[0], lw=2))
+    axes[0].add_patch(Rectangle((0.08, 0.08), size - 0.16, size - 0.16, fill=True, alpha=0.25, color=colors[0],
+                                hatch="//", lw=2))
+    axes[0].add_patch(Rectangle((0.08, 0.08), size - 0.16, size - 0.16, fill=False, color=colors[0], lw=2.5))
+    axes[0].text(size / 2, size / 2, f"one window:\nmax over all\n{size * size} cells", ha="center", va="center",
+                 fontsize=11, bbox={"facecolor": "white", "alpha": 0.9, "edgecolor": "none"})
     windows = region_windows(size, grid)
     for k, ((r0, r1), (c0, c1)) in enumerate((r, c) for r in windows for c in windows):
         inset = 0.06 * (k % 3)
