@@ -38,9 +38,13 @@ def test_tca_defaults_and_released_preset() -> None:
     v = tca.Variant()
     assert (v.loss, v.gamma, v.m, v.temperature) == ("circle", 256.0, 0.25, 1 / 256)
     r = tca.PROFILES["released"]
+    # the README's run: views padded to 300 frames (the paper trains on 64), 16 background negatives per item
     assert (r.frames, r.whiten_dim, r.nhead, r.dim_feedforward, r.dropout, r.bank_size, r.lr, r.backbone) == \
-        (64, 1024, 8, 2048, 0.5, 4096, 1e-5, "resnet50")
+        (300, 1024, 8, 2048, 0.5, 4096, 1e-5, "resnet50")
+    assert r.distractors_per_step == 16 * r.batch_videos
+    assert (r.in_batch_negatives, r.bank_init, r.region_windows, r.grad_clip) == (False, "random", "released", None)
     assert r.pad_views and all(p.dropout == 0.5 for p in tca.PROFILES.values())
+    assert not any(p.in_batch_negatives for p in tca.PROFILES.values())     # the paper's negatives by default
     with pytest.raises(ValueError, match="m"):
         tca.Variant(m=1.5)
 
