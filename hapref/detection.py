@@ -363,7 +363,7 @@ def train_window_embedding(video: HighlightVideo, frame_features: Tensor, loss: 
     """A quadlet network (FC + LSTM on frozen frame features ``[T, F]``) trained on one annotated highlight
     with :class:`HighlightTask` (``loss=None``: the triplet-only baseline), in eval mode.
 
-    AdamW with a tenth of the steps as warm-up (:func:`hapref.train.loop.fit`).
+    AdamW with a tenth of the steps as warm-up (:func:`hapref.train.fit`).
 
     Examples:
         >>> from hapref.data.highlights import make_highlight_video
