@@ -384,7 +384,15 @@ def train_window_embedding(video: HighlightVideo, frame_features: Tensor, loss: 
 
 def window_embeddings(model: nn.Module, frame_features: Tensor, window: int) -> Tensor:
     """Unit-norm embeddings ``[T - W + 1, E]`` of every stride-1 window of frame features ``[T, F]`` (Radial
-    "Testing": the sliding window, stride 1), without gradients. Example: :func:`train_window_embedding`."""
+    "Testing": the sliding window, stride 1), without gradients.
+
+    Examples:
+        >>> from hapref.models.radial import QuadletVideoNet
+        >>> net = QuadletVideoNet(feature_dim=6, fc_dim=8, hidden_dim=4).eval()
+        >>> emb = window_embeddings(net, torch.randn(10, 6), window=4)
+        >>> emb.shape, torch.allclose(emb.norm(dim=1), torch.ones(7)), emb.requires_grad
+        (torch.Size([7, 4]), True, False)
+    """
     windows = window_features(frame_features, window)
     with torch.no_grad():
         return model.embed_features(windows, torch.full((windows.shape[0],), window))

@@ -132,7 +132,17 @@ class QuadletVideoNet(nn.Module):
 
     @property
     def finetunes_backbone(self) -> bool:
-        """Whether the backbone trains with the head (some backbone parameter requires gradients)."""
+        """Whether the backbone trains with the head (some backbone parameter requires gradients).
+
+        Examples:
+            >>> from hapref.features import SmallCNN
+            >>> net = QuadletVideoNet(feature_dim=128, fc_dim=8, hidden_dim=4, backbone=SmallCNN(image_size=32))
+            >>> net.finetunes_backbone, QuadletVideoNet(feature_dim=6, fc_dim=8, hidden_dim=4).finetunes_backbone
+            (False, False)
+            >>> _ = net.backbone.requires_grad_(True)     # what finetune_backbone=true does
+            >>> net.finetunes_backbone
+            True
+        """
         return self.backbone is not None and any(p.requires_grad for p in self.backbone.parameters())
 
     def forward(self, clips: list[Tensor]) -> Tensor:
