@@ -140,12 +140,14 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
         seed_everything(seed)                             # as fit() does before it builds the model
         model = task.build_model().eval()
         history = []
-    else:
+        with torch.no_grad():
+            metrics = task.evaluate(model)
+    else:                                                 # fit's own evaluation of the last step
         every = CURVE_EVERY if variant == "tca" else 0
         result = fit(task, replace(config_for(p, seed), eval_every=every), progress=False)
-        model, history = result.model.eval(), result.history
+        model, history, metrics = result.model.eval(), result.history, result.metrics
     with torch.no_grad():
-        metrics = {**task.evaluate(model), **task.evaluate_controls(model)}
+        metrics = {**metrics, **task.evaluate_controls(model)}
     row = {"seed": seed, "data_seed": data_seed, **_row(metrics)}
     curve = [[h["step"], round(float(h["mAP_f"]), 6)] for h in history if "mAP_f" in h]
     if curve:
