@@ -1,6 +1,6 @@
-"""benchmarks/tca_sweeps.py (chapter 6): the smoke sweep appends and resumes in the book's layout, and the stored
-file holds what the chapter reads (headline rows over 5 seeds x 2 benchmark instances, every training-free
-similarity per instance)."""
+"""benchmarks/tca_sweeps.py (chapter 6): the smoke sweeps append and resume in the book's layout, and the stored
+files hold what the chapter reads (headline rows over 5 seeds x 2 benchmark instances, the other Table 1 rows over
+3 x 2, every training-free similarity per instance; the pixel-level stock sweep with its own claims)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,38 @@ from pathlib import Path
 import pytest
 from conftest import load_benchmark
 
+from hapref.stats import claim_gaps, claim_holds
+
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = ("tca", "untrained_network", "infonce")
+
+
+MEASURES = ("cosine", "chamfer", "symmetric_chamfer")
+
+
+def test_pixel_smoke_sweep_names_both_features(tmp_path) -> None:
+    sweeps = load_benchmark("tca_sweeps")
+    out = tmp_path / "stock.json"
+    assert sweeps.main(["--profile", "smoke", "--steps", "2", "--out", str(out), "--variants", "tca", "imac",
+                        "--seeds", "0"]) == 0
+    stored = json.loads(out.read_text())
+    assert set(stored["untrained"]["0"]) == {f"{f} {m}" for f in ("L3-iRMAC", "iMAC") for m in MEASURES}
+    assert set(stored["runs"]) == {"tca", "imac"}
+    assert stored["wall_seconds"] >= 0 and stored["cpu_seconds"] >= 0    # timed (0.1 s resolution)
+    with pytest.raises(SystemExit):            # iMAC pooling needs pixels: not on the descriptor benchmark
+        sweeps.main(["--profile", "edits-smoke", "--variants", "imac", "--seeds", "0", "--out", str(out)])
 
 
 def test_smoke_sweep_appends_resumes_and_names_its_scores(tmp_path, monkeypatch) -> None:
     sweeps = load_benchmark("tca_sweeps")
     out = tmp_path / "tca.json"
-    args = ["--profile", "smoke", "--steps", "2", "--out", str(out), "--variants", "tca", "untrained_network",
-            "netvlad", "tca_clips24"]
+    args = ["--profile", "edits-smoke", "--steps", "2", "--out", str(out), "--variants", "tca", "untrained_network",
+            "netvlad", "tca_clips64"]
     assert sweeps.main([*args, "--seeds", "0"]) == 0
     first = json.loads(out.read_text())
-    assert set(first["untrained"]["0"]) == {f"{f} {m}" for f in ("L3-iRMAC", "iMAC")
-                                            for m in ("cosine", "chamfer", "symmetric_chamfer")}
+    assert set(first["untrained"]["0"]) == set(MEASURES)
+    for scores in first["untrained"]["0"].values():      # one training-free score under both names
+        assert scores["mAP"] == scores["mAP_c"] and scores["uAP"] == scores["uAP_c"]
     for variant, runs in first["runs"].items():
         (run,) = runs
         assert (run["seed"], run["data_seed"]) == (0, 0)
@@ -32,7 +51,7 @@ def test_smoke_sweep_appends_resumes_and_names_its_scores(tmp_path, monkeypatch)
     assert {"mAP", "mAP_sym", "mAP_context_free", "mAP_shuffled", "mAP_c_shuffled"} <= set(tca)
     assert abs(tca["mAP_shuffled"] - tca["mAP"]) < 1e-6               # no positional encoding: order-blind
     assert "curve" not in first["runs"]["untrained_network"][0]
-    assert first["dtype"] == "float64" and first["threads"] == 1 and first["wall_seconds"] > 0
+    assert first["dtype"] == "float64" and first["threads"] == 1 and first["wall_seconds"] >= 0
 
     trained = []                                       # the second call adds seed 1 and retrains nothing else
     original = sweeps.run_one
@@ -46,18 +65,36 @@ def test_smoke_sweep_appends_resumes_and_names_its_scores(tmp_path, monkeypatch)
         sweeps.main([*args[:2], "--steps", "3", *args[4:], "--seeds", "0"])
 
 
-def test_stored_sweep_holds_what_chapter_6_reads() -> None:
-    sweeps = load_benchmark("tca_sweeps")
-    stored = json.loads((ROOT / "book" / "data" / "tca_sweeps.json").read_text())
-    assert stored["profile"] == sweeps.PROFILE and stored["claims"] == sweeps.CLAIMS
+def _check_layout(stored: dict, sweeps, names: set[str], others: dict[int, int]) -> None:
     assert set(stored["runs"]) <= set(sweeps.VARIANTS)
     for variant, runs in stored["runs"].items():
         keys = {(r["seed"], r["data_seed"]) for r in runs}
         assert len(keys) == len(runs), variant
-        need = {0: 5, 1: 5} if variant in HEADLINE else {0: 3}
+        need = {0: 5, 1: 5} if variant in HEADLINE else others
         for data_seed, count in need.items():
             assert len({s for s, d in keys if d == data_seed}) >= count, (variant, data_seed)
     assert set(stored["untrained"]) == {"0", "1"}
-    names = {f"{f} {m}" for f in ("L3-iRMAC", "iMAC") for m in ("cosine", "chamfer", "symmetric_chamfer")}
     assert all(set(methods) == names for methods in stored["untrained"].values())
     assert stored["wall_seconds"] <= 90 * 60 * 2 and stored["cpu_seconds"] > 0     # <= 90 min on 2 cores
+
+
+def test_stored_sweep_holds_what_chapter_6_reads() -> None:
+    sweeps = load_benchmark("tca_sweeps")
+    stored = json.loads(sweeps.OUTS["edits"].read_text())
+    assert stored["profile"] == sweeps.PROFILE == "edits" and stored["claims"] == sweeps.CLAIMS
+    _check_layout(stored, sweeps, set(MEASURES), {0: 3, 1: 3})
+    assert set(sweeps.HEADLINE + sweeps.TABLE1) <= set(stored["runs"])
+    for claim in stored["claims"]:             # a claim against training-free names the best of them
+        if claim["worse"].startswith("untrained:"):
+            name = claim["worse"].split(":", 1)[1]
+            for methods in stored["untrained"].values():
+                assert max(methods, key=lambda m: methods[m][claim["metric"]]) == name
+
+
+def test_stored_stock_sweep_keeps_its_claims() -> None:
+    sweeps = load_benchmark("tca_sweeps")
+    stored = json.loads(sweeps.OUTS["stock"].read_text())
+    assert stored["profile"] == "stock" and stored["claims"] == sweeps.STOCK_CLAIMS
+    _check_layout(stored, sweeps, {f"{f} {m}" for f in ("L3-iRMAC", "iMAC") for m in MEASURES}, {0: 3})
+    for claim in stored["claims"]:
+        assert claim_holds(stored, claim), (claim, claim_gaps(stored, claim))

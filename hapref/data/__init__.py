@@ -21,6 +21,11 @@ Training views (S2VS weak/strong, one random transform per clip, batched on the 
     strong = ClipAugmenter("strong", num_frames=16)(clips, g)
     strong, overlap = video_in_video(strong, g)                # overlap [B, B]: identity + λ for mixed clips
 
+Drawn frame descriptors (chapter 6: edits inside a subspace that whitening cannot see, shared stock shots)::
+
+    from hapref.data import generate_descriptor_benchmark
+    bench = generate_descriptor_benchmark("edits", seed=0)   # train [C, V, T, D], queries, database, relevance
+
 Real benchmarks from local files (nothing downloads here; ``data_scripts/`` fetch them), all with the same
 ``relevance(task)``: ``load_fivr`` (DSVR/CSVR/ISVR/DAVR), ``load_evve``, ``load_svd``, ``load_cc_web_video``,
 ``load_vcdb``; features ``HDF5Features(path, ids, min_len)`` -> float ``[T, R, D]``; frames
@@ -40,13 +45,15 @@ from hapref.data.benchmark import (COPY_FAMILIES, LEVELS, PROFILES, TASKS, Bench
 from hapref.data.loaders import (FramesDirectory, HDF5Features, RetrievalAnnotations, load_cc_web_video,
                                  load_evve, load_fivr, load_svd, load_vcdb, tile_to_min_len)
 from hapref.data.cache import FORMAT_VERSION, data_root
+from hapref.data.descriptors import DescriptorBenchmark, DescriptorBenchmarkConfig, generate_descriptor_benchmark
 from hapref.data.datasets import VideoDataset, collate_videos
 from hapref.data.sources import decode_video
 from hapref.data.transforms import FAMILIES
 
 __all__ = [
     "BenchmarkConfig", "build_copy_benchmark", "ClipAugmenter", "collate_videos", "COPY_FAMILIES", "CopyBenchmark",
-    "data_root", "decode_video", "FAMILIES", "FORMAT_VERSION", "FramesDirectory", "generate_copy_benchmark",
+    "data_root", "decode_video", "DescriptorBenchmark", "DescriptorBenchmarkConfig", "FAMILIES", "FORMAT_VERSION",
+    "FramesDirectory", "generate_copy_benchmark", "generate_descriptor_benchmark",
     "HDF5Features", "LEVELS", "load_cc_web_video", "load_evve", "load_fivr", "load_svd", "load_vcdb", "PROFILES",
     "RetrievalAnnotations", "TASKS", "tile_to_min_len", "TrainClips", "video_in_video", "VideoDataset",
 ]

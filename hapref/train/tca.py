@@ -12,6 +12,9 @@ backbone, PCA-whitened on the training views, computed once per profile and cach
 and μAP for TCA_c (cosine of video embeddings), TCA_f (Chamfer of frame embeddings) and TCA_sym
 (symmetric Chamfer), TCA Eq. 8–10.
 
+Drawn descriptors: a profile with ``descriptors`` (chapter 6's ``"edits"``) trains and evaluates on frame descriptors
+drawn by :mod:`hapref.data.descriptors` instead of the pixel benchmark (no backbone; whitened the same way).
+
 Real data: ``features`` (``--features FILE.hdf5``, DnS/S2VS layout) trains on pre-extracted frame features,
 self-supervised on temporal views or, with ``vcdb`` (``--vcdb vcdb.pickle``), on VCDB's copy pairs with its
 distractors in the bank as the released run does; evaluation is copy retrieval of held-out videos.
@@ -107,6 +110,10 @@ class TCAProfile:
     region_windows: str = "even"
     # Gradient-norm clipping: this project's safeguard (neither the paper nor the released code clips); None = off.
     grad_clip: float | None = 10.0
+    # A hapref.data.descriptors profile: train and evaluate on drawn frame descriptors (chapter 6's edit-subspace
+    # benchmark) instead of the pixel benchmark; train_clips, distractor_clips, strong_views + 1 (views) and
+    # benchmark_seed replace the profile's, frames must equal its view_frames and whiten_dim its dim.
+    descriptors: str | None = None
 
 
 #: Dropout 0.5 as the paper states (the released ``train.py`` builds the model with 0.2).
@@ -117,7 +124,18 @@ PROFILES: dict[str, TCAProfile] = {
     "quick": TCAProfile("quick", train_clips=32, distractor_clips=32, frames=8, stride=2, eval_stride=2, strong_views=2,
                         whiten_dim=128, nhead=8, dim_feedforward=256, dropout=0.5, batch_videos=16, bank_size=128,
                         distractors_per_step=16, steps=100, lr=5e-4, warmup_steps=10),
-    # Chapter 6: the stock benchmark (every video opens with one of four shared stock shots), 16-frame views of
+    # Chapter 6: the edit-subspace descriptor benchmark (hapref.data.descriptors "edits"): 1,024 unlabeled clips
+    # with four 12-frame views each, 512 distractor clips for the bank, 64-d descriptors; the paper's model shape
+    # (8 heads, feed-forward 2·d, dropout 0.5), Circle loss on bank negatives only, 300 steps.
+    "edits": TCAProfile("edits", train_clips=1024, distractor_clips=512, frames=12, stride=1, eval_stride=1,
+                        strong_views=3, whiten_dim=64, nhead=8, dim_feedforward=128, dropout=0.5, batch_videos=32,
+                        bank_size=512, distractors_per_step=32, steps=300, lr=1e-3, warmup_steps=20,
+                        descriptors="edits"),
+    "edits-smoke": TCAProfile("edits-smoke", train_clips=16, distractor_clips=8, frames=6, stride=1, eval_stride=1,
+                              strong_views=2, whiten_dim=16, nhead=4, dim_feedforward=32, dropout=0.5,
+                              batch_videos=4, bank_size=16, distractors_per_step=4, steps=10, lr=1e-3,
+                              warmup_steps=2, descriptors="smoke"),
+    # Chapter 6's pixel-level attempt: the stock benchmark (every video opens with one of four shared stock shots), 16-frame views of
     # whole clips (so every view keeps its intro), 200 steps.
     "stock": TCAProfile("stock", train_clips=96, distractor_clips=64, frames=16, stride=2, eval_stride=2,
                         strong_views=2, whiten_dim=128, nhead=8, dim_feedforward=256, dropout=0.5, batch_videos=16,
@@ -233,6 +251,8 @@ def prepare_data(profile: str | TCAProfile, pooling: str = "l3irmac", progress: 
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     if p.features is not None:          # cheap to rebuild: no disk cache
         return _prepare_from_features(p)
+    if p.descriptors is not None:       # drawn in well under a second: no disk cache
+        return _prepare_from_descriptors(p)
     bench = build_copy_benchmark(p.benchmark, seed=p.benchmark_seed)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
     code = source_digest(backbones_module, pooling_module, views_module, sys.modules[__name__])
@@ -329,6 +349,33 @@ def _prepare_from_features(p: TCAProfile) -> TCAData:
                    distractors=whitening(bank), distractors_valid=torch.ones(bank.shape[:2], dtype=torch.bool),
                    whitening={k: v.clone() for k, v in whitening.state_dict().items()}, queries=whitening(queries),
                    query_valid=valid, database=whitening(database), database_valid=valid.clone(), relevance=relevance)
+
+
+def _prepare_from_descriptors(p: TCAProfile) -> TCAData:
+    """TCAData of the drawn descriptor benchmark ``p.descriptors`` (:mod:`hapref.data.descriptors`), PCA-whitened
+    on the training views as the pixel path is; the profile's clip counts, views and instance replace the config's.
+    """
+    from hapref.data.descriptors import PROFILES as DESCRIPTOR_PROFILES, generate_descriptor_benchmark
+
+    if p.descriptors not in DESCRIPTOR_PROFILES:
+        raise ValueError(f"descriptors must be one of {sorted(DESCRIPTOR_PROFILES)}, got {p.descriptors!r}")
+    config = replace(DESCRIPTOR_PROFILES[p.descriptors], train_clips=p.train_clips,
+                     distractor_clips=p.distractor_clips, views=p.strong_views + 1, seed=p.benchmark_seed)
+    if p.frames != config.view_frames or p.whiten_dim != config.dim:
+        raise ValueError(f"descriptors={p.descriptors!r} gives {config.view_frames}-frame views of {config.dim}-d "
+                         f"descriptors: frames and whiten_dim must match, got {p.frames} and {p.whiten_dim}")
+    bench = generate_descriptor_benchmark(config, dtype=torch.get_default_dtype())
+    whitening = PCAWhitening.fit(bench.train, dim=p.whiten_dim)
+
+    def ones(x: Tensor) -> Tensor:
+        return torch.ones(x.shape[:-1], dtype=torch.bool)
+
+    return TCAData(train=whitening(bench.train), train_valid=ones(bench.train),
+                   distractors=whitening(bench.distractor_views), distractors_valid=ones(bench.distractor_views),
+                   whitening={k: v.clone() for k, v in whitening.state_dict().items()},
+                   queries=whitening(bench.queries), query_valid=ones(bench.queries),
+                   database=whitening(bench.database), database_valid=ones(bench.database),
+                   relevance=bench.relevance)
 
 
 def resolve_profile(profile: str | TCAProfile) -> tuple[str, TCAProfile]:
