@@ -2,7 +2,7 @@
 
     python benchmarks/tca_sweeps.py --seeds 0 1 2 3 4 --data-seed 0          # headline rows, edit-subspace benchmark
     python benchmarks/tca_sweeps.py --seeds 0 1 2 3 4 --data-seed 1
-    python benchmarks/tca_sweeps.py --seeds 0 1 2 --data-seed 0 --variants lstm gru netvlad momentum0.1 ...
+    python benchmarks/tca_sweeps.py --seeds 0 1 2 3 4 --data-seed 0 --variants lstm gru netvlad momentum0.1 ...
     python benchmarks/tca_sweeps.py --profile stock --seeds 0 1 2 3 4 --data-seed 0   # the pixel-level attempt
     python benchmarks/tca_sweeps.py --profile edits-smoke --steps 2 --seeds 0 --variants tca --out /tmp/s.json
 
@@ -24,11 +24,11 @@ Two benchmarks, one file each (:data:`OUTS`):
 (``hapref.utils.portable_precision``) on one torch thread; each finished run is appended to ``--out`` through
 ``benchmarks/measure.SweepFile``, which resumes an interrupted sweep.
 
-Budget (edits, measured on this machine's CPU, one thread): a Transformer run of 300 steps takes 10-12 s, InfoNCE
-7-11 s, NetVLAD 4-5 s, an LSTM or GRU run about the same as the Transformer at this size (12 frames); the training-
-free similarities 1 s per instance. Headline 3 variants × 5 seeds × 2 instances plus 16 Table 1 rows × 3 seeds ×
-2 instances ≈ 126 runs ≈ 20 min of one core (stored as ``wall_seconds`` / ``cpu_seconds``); the stock sweep took
-the time stored in its own file.
+Budget (edits, measured on this machine's CPU, one thread, before sweeping): a Transformer run of 300 steps takes
+10-12 s, InfoNCE 7-11 s, an LSTM or GRU run 4-10 s at this size (12 frames), NetVLAD 2-5 s; the training-free
+similarities 1 s per instance. Headline 3 variants plus 16 Table 1 rows (5 seeds × 2 instances each = 190 runs)
+took 1,284 s of one core, run as two processes side by side (stored as ``wall_seconds`` / ``cpu_seconds``); the
+stock sweep took the time stored in its own file.
 
 Stored (the book's sweep layout):
 
