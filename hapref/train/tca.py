@@ -135,8 +135,8 @@ PROFILES: dict[str, TCAProfile] = {
                               strong_views=2, whiten_dim=16, nhead=4, dim_feedforward=32, dropout=0.5,
                               batch_videos=4, bank_size=16, distractors_per_step=4, steps=10, lr=1e-3,
                               warmup_steps=2, descriptors="smoke"),
-    # Chapter 6's pixel-level attempt: the stock benchmark (every video opens with one of four shared stock shots), 16-frame views of
-    # whole clips (so every view keeps its intro), 200 steps.
+    # Chapter 6's pixel-level attempt: the stock benchmark (every video opens with one of four shared stock shots),
+    # 16-frame views of whole clips (so every view keeps its intro), 200 steps.
     "stock": TCAProfile("stock", train_clips=96, distractor_clips=64, frames=16, stride=2, eval_stride=2,
                         strong_views=2, whiten_dim=128, nhead=8, dim_feedforward=256, dropout=0.5, batch_videos=16,
                         bank_size=128, distractors_per_step=16, steps=200, lr=5e-4, warmup_steps=10),
