@@ -122,7 +122,6 @@ DATA = Path(__file__).resolve().parents[1] / "book" / "data"
 #: Where each profile's sweep is stored (``--out`` replaces it).
 OUTS: dict[str, Path] = {"edits": DATA / "tca_sweeps.json", "stock": DATA / "tca_stock_sweeps.json",
                          "smoke": DATA / "tca_smoke_sweeps.json", "edits-smoke": DATA / "tca_smoke_sweeps.json"}
-DEFAULT_OUT = OUTS[PROFILE]
 CURVE_EVERY = 25
 #: Variant name -> (TCA Table 1 row it stands for, the Variant). ``tca`` is the paper's final configuration at
 #: this scale (Transformer, L3-iRMAC, Circle loss γ = 256, m = 0.25, memory-bank negatives only).
@@ -144,7 +143,7 @@ VARIANTS: dict[str, Variant] = {
     **{f"tca_clips{n}": Variant() for n in (64, 128, 256, 512)},        # edits' data curve
 }
 HEADLINE = ["tca", "untrained_network", "infonce"]
-#: The rest of Table 1 on the edit-subspace benchmark, 3 seeds x 2 instances (iMAC needs pixels: stock only).
+#: The rest of Table 1 on the edit-subspace benchmark, 5 seeds x 2 instances (iMAC needs pixels: stock only).
 TABLE1 = ["lstm", "gru", "netvlad", "bank16", "bank0_in_batch", "in_batch", "triplet", "infonce_t0.07",
           "momentum0.1", "momentum0.9", "momentum0.99", "momentum0.999", "tca_clips64", "tca_clips128",
           "tca_clips256", "tca_clips512"]

@@ -28,7 +28,7 @@ Everything is drawn in float64 from one ``torch.Generator`` (the same numbers on
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -150,7 +150,7 @@ def generate_descriptor_benchmark(config: str | DescriptorBenchmarkConfig = "edi
                              f"got {config!r}")
         config = PROFILES[config]
     if seed is not None:
-        config = DescriptorBenchmarkConfig(**{**asdict(config), "seed": seed})
+        config = replace(config, seed=seed)
     c = config
     g = torch.Generator().manual_seed(1_000_003 * c.seed + 17)
     f64 = torch.float64
