@@ -1,4 +1,5 @@
-"""Frame and region descriptors: frozen backbones, L3-iMAC / iMAC / L3-iRMAC pooling, PCA whitening, DINO's ViT-S/16."""
+"""Frame and region descriptors: frozen backbones, L3-iMAC / iMAC / L3-iRMAC pooling, PCA whitening, DINO's ViT-S/16,
+training-free temporal descriptors (frame differences, trend, pyramid)."""
 
 from hapref.features.backbones import (
     BACKBONES,
@@ -14,6 +15,8 @@ from hapref.features.extractor import FeatureExtractor, released_frames
 from hapref.features.pooling import (POOLINGS, RELEASED_KERNELS, pool_layers, region_windows, regional_max_pool,
                                      released_l3imac, released_l3irmac, released_tca_windows)
 from hapref.features.resnet import ResNet50
+from hapref.features.temporal import (TEMPORAL_DESCRIPTORS, concat_with_mean, frame_differences, temporal_mean,
+                                      temporal_pyramid, temporal_trend, valid_frames)
 from hapref.features.vit import DINO_VITS16, VisionTransformer, dino_backbone_state, dino_input, load_dino_vits16
 from hapref.features.whitening import PCAWhitening
 
@@ -24,3 +27,5 @@ __all__ = [
     "region_windows", "regional_max_pool", "released_frames", "released_l3imac", "released_l3irmac",
     "released_tca_windows", "to_float_frames",
 ]
+__all__ += ["TEMPORAL_DESCRIPTORS", "concat_with_mean", "frame_differences", "temporal_mean", "temporal_pyramid",
+            "temporal_trend", "valid_frames"]
