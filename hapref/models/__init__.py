@@ -41,3 +41,10 @@ __all__ += ["AUTOSSVH_PRESETS", "AutoSSVHNet", "GradeNet", "gradient_reversal", 
 from hapref.models.released import load_released_network, released_state_dict  # noqa: E402
 
 __all__ += ["load_released_network", "released_state_dict"]
+
+# AutoSSVH's training-free baselines of the learned sampler: which frames to drop without training
+from hapref.models.frame_choice import (FRAME_SAMPLERS, farthest_from_mean_drop, highest_variance_drop,  # noqa: E402
+                                        k_centre_drop, training_free_drop, uniform_drop)
+
+__all__ += ["FRAME_SAMPLERS", "farthest_from_mean_drop", "highest_variance_drop", "k_centre_drop",
+            "training_free_drop", "uniform_drop"]

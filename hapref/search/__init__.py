@@ -11,3 +11,8 @@ from hapref.search.codes import lsh_codes, pack_codes, pca_sign_codes, unpack_co
 from hapref.search.index import HammingIndex, VectorIndex
 
 __all__ = ["HammingIndex", "VectorIndex", "lsh_codes", "pack_codes", "pca_sign_codes", "unpack_codes"]
+
+# classic unsupervised hashing of any feature (ITQ, spectral hashing), the same call as pca_sign_codes
+from hapref.search.unsupervised import itq_codes, itq_rotation, spectral_hashing_codes, spectral_modes  # noqa: E402
+
+__all__ += ["itq_codes", "itq_rotation", "spectral_hashing_codes", "spectral_modes"]

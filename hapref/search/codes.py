@@ -252,8 +252,14 @@ def pca_sign_codes(train_features: object, features: object, bits: int) -> Tenso
     _check_bits(bits, min(train.shape))
     if x.shape[1] != train.shape[1]:
         raise ValueError(f"features have {x.shape[1]} dimensions, train_features {train.shape[1]}")
+    centre, directions = _pca(train, bits)
+    return _signs((x - centre) @ directions)
+
+
+def _pca(train: Tensor, components: int) -> tuple[Tensor, Tensor]:
+    """``(μ [F], W [F, components])``: the centre and the oriented top principal directions of ``train``."""
     centre = train.mean(0)
     _, _, vh = torch.linalg.svd(train - centre, full_matrices=False)
-    components = vh[:bits]                                                    # [bits, F]
-    flip = components.gather(1, components.abs().argmax(1, keepdim=True)).sign()
-    return _signs((x - centre) @ (components * flip).T)
+    top = vh[:components]                                                     # [components, F]
+    flip = top.gather(1, top.abs().argmax(1, keepdim=True)).sign()
+    return centre, (top * flip).T
