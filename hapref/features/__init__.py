@@ -29,3 +29,6 @@ __all__ = [
 ]
 __all__ += ["TEMPORAL_DESCRIPTORS", "concat_with_mean", "frame_differences", "temporal_mean", "temporal_pyramid",
             "temporal_trend", "valid_frames"]
+from hapref.features.view_pairs import ViewDifferenceProjection, WithinClipWhitening, within_clip_covariance  # noqa: E402
+
+__all__ += ["ViewDifferenceProjection", "WithinClipWhitening", "within_clip_covariance"]

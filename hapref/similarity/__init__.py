@@ -27,3 +27,6 @@ __all__ = [
     "reduce_topk_chamfer", "similarity_regularization", "squash", "symmetric_chamfer", "topk_chamfer",
     "video_similarity_matrix",
 ]
+from hapref.similarity.temporal_match_kernel import temporal_match_kernel, tmk_offset_scores, tmk_weights  # noqa: E402
+
+__all__ += ["temporal_match_kernel", "tmk_offset_scores", "tmk_weights"]
