@@ -20,12 +20,16 @@ from hapref.similarity.network import (
 )
 from hapref.similarity.pairwise import GRADIENT_EPS, NORMALIZE_EPS, l2_normalize, pairwise_cosine
 from hapref.similarity.products import dot_products
+from hapref.similarity.alignment import (ALIGNMENTS, alignment_similarity_matrix, diagonal_band_similarity,
+                                         dp_alignment, dtw_similarity, hough_voting, temporal_network)
 
 __all__ = [
     "GRADIENT_EPS", "MEASURES", "NORMALIZE_EPS", "l2_normalize", "RegionAttention", "VideoComparator", "VideoSimilarityNetwork", "chamfer_similarity",
     "dot_products", "frame_to_frame", "mean_pooled_similarity", "mean_similarity", "pad_videos", "pair_valid", "pairwise_cosine",
     "reduce_topk_chamfer", "similarity_regularization", "squash", "symmetric_chamfer", "topk_chamfer",
     "video_similarity_matrix",
+    "ALIGNMENTS", "alignment_similarity_matrix", "diagonal_band_similarity", "dp_alignment", "dtw_similarity",
+    "hough_voting", "temporal_network",
 ]
 from hapref.similarity.temporal_match_kernel import temporal_match_kernel, tmk_offset_scores, tmk_weights  # noqa: E402
 
