@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import random
@@ -22,6 +23,70 @@ def at_least_float32(x: torch.Tensor) -> torch.Tensor:
         (torch.float32, torch.float64)
     """
     return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+#: The device types whose autocast :func:`float32_compute` switches off (those torch can autocast here).
+_AUTOCAST_DEVICES: tuple[str, ...] = tuple(d for d in ("cpu", "cuda", "xpu", "mps")
+                                          if hasattr(torch, d) or d == "cpu")
+
+
+def _half(x: object) -> bool:
+    return isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16)
+
+
+def autocast_disabled() -> contextlib.ExitStack:
+    """A context in which no device autocasts (``torch.autocast(d, enabled=False)`` for each active one).
+
+    Inside it ``@`` and ``einsum`` keep their inputs' dtype, so float32 work stays float32 under AMP.
+
+    Examples:
+        >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+        ...     with autocast_disabled():
+        ...         inner = (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+        ...     outer = (torch.ones(2, 2) @ torch.ones(2, 2)).dtype
+        >>> inner, outer
+        (torch.float32, torch.bfloat16)
+    """
+    stack = contextlib.ExitStack()
+    for device in _AUTOCAST_DEVICES:
+        try:
+            enabled = torch.is_autocast_enabled(device)
+        except (RuntimeError, TypeError):      # a device type this build cannot autocast
+            continue
+        if enabled:
+            stack.enter_context(torch.autocast(device_type=device, enabled=False))
+    return stack
+
+
+def float32_compute(fn: Callable) -> Callable:
+    """Decorator: ``fn`` runs with autocast off and its float16/bfloat16 tensor arguments promoted to float32.
+
+    Every loss of the package is wrapped in it, so under ``torch.autocast`` (the trainer's AMP) a loss
+    accumulates in float32, clamps with float32's limits, and its custom autograd Functions see one dtype;
+    gradients reach half-precision inputs in their own dtype (the promotion is an ordinary differentiable
+    cast). float32 and float64 arguments, and anything that is not a floating tensor, pass unchanged.
+
+    Examples:
+        >>> @float32_compute
+        ... def gram(x):
+        ...     return x @ x.T
+        >>> x = torch.ones(2, 3, dtype=torch.float16, requires_grad=True)
+        >>> with torch.autocast("cpu", dtype=torch.bfloat16):
+        ...     y = gram(x)
+        >>> y.dtype
+        torch.float32
+        >>> y.sum().backward(); x.grad.dtype
+        torch.float16
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        args = tuple(a.float() if _half(a) else a for a in args)
+        kwargs = {k: v.float() if _half(v) else v for k, v in kwargs.items()}
+        with autocast_disabled():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def cache_per_dtype(maxsize: int = 4) -> Callable[[Callable], Callable]:

@@ -10,6 +10,7 @@ from torch.utils.checkpoint import checkpoint
 
 from hapref.losses._reduction import check_reduction
 from hapref.losses.embeddings import EmbeddingLoss, refuse_labels_as_relevance
+from hapref.utils import float32_compute
 from hapref.validation import check_scores_relevance, renamed_keywords
 
 
@@ -79,6 +80,7 @@ class RankingLoss(EmbeddingLoss, nn.Module, ABC):
         """
 
     @renamed_keywords(mask="ignore")
+    @float32_compute
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
         """The mean per-query loss (HAP-VR Eq. 12) of a score matrix (or their sum, or each, see ``reduction``).
 

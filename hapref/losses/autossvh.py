@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hapref.similarity.pairwise import l2_normalize
+from hapref.utils import float32_compute
 from hapref.validation import check_float_tensor, renamed_keywords
 
 __all__ = ["LOSS_WEIGHTS", "AutoSSVHWeights", "autossvh_loss", "component_vote", "dcl_loss", "frame_reconstruction",
@@ -50,6 +51,7 @@ LOSS_WEIGHTS: dict[str, AutoSSVHWeights] = {
 }
 
 
+@float32_compute
 def frame_reconstruction(pred: Tensor, target: Tensor, per_dim: bool = True) -> Tensor:
     """FR loss (AutoSSVH Eq. 13): mean over videos and dropped frames of ``||v - v̂||²``.
 
@@ -91,6 +93,7 @@ def _pair_similarity(b1: Tensor, b2: Tensor, temperature: float) -> tuple[Tensor
 
 
 @renamed_keywords(tau="temperature")
+@float32_compute
 def view_contrast(b1: Tensor, b2: Tensor, temperature: float = 0.5) -> Tensor:
     """VC loss, the paper's InfoNCE form (AutoSSVH Eq. 14–15) on the codes of two views [N, K].
 
@@ -112,6 +115,7 @@ def view_contrast(b1: Tensor, b2: Tensor, temperature: float = 0.5) -> Tensor:
 
 
 @renamed_keywords(tau="temperature", tau_plus="positive_prior")
+@float32_compute
 def dcl_loss(b1: Tensor, b2: Tensor, temperature: float = 0.5, positive_prior: float = 0.1) -> Tensor:
     """Debiased contrastive VC loss (Chuang et al. 2020), the released code's form (the released AutoSSVH code, https://github.com/EliSpectre/CVPR25-AutoSSVH).
 
@@ -208,6 +212,7 @@ def kmeans_clusters(codes: Tensor, num_clusters: int, seed: int = 0) -> Tensor:
 
 
 @renamed_keywords(tau="temperature")
+@float32_compute
 def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, temperature: float = 0.2) -> Tensor:
     """P2Set loss (AutoSSVH Eq. 16) for one clustering, averaged over the codes.
 
@@ -246,6 +251,7 @@ def p2set_loss(codes: Tensor, assigned: Tensor, centres: Tensor, temperature: fl
     return F.cross_entropy(logits, assigned.to(codes.device))
 
 
+@float32_compute
 def autossvh_loss(fr: Tensor, vc: Tensor, p2set: Tensor, weights: AutoSSVHWeights) -> Tensor:
     """``L = L_FR + α·L_VC + β·L_P2Set`` (AutoSSVH Eq. 17) from the three 0-d loss terms.
 

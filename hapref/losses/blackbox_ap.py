@@ -7,6 +7,7 @@ from torch import Tensor
 from torch.autograd import Function
 
 from hapref.losses._base import RankingLoss
+from hapref.utils import float32_compute
 
 
 def descending_ranks(scores: Tensor) -> Tensor:
@@ -40,6 +41,7 @@ class _BlackboxRank(Function):
         return -(ranks - perturbed) / ctx.lambda_, None
 
 
+@float32_compute
 def blackbox_ranks(scores: Tensor, lambda_: float) -> Tensor:
     """Descending ranks divided by the row length M (as the reference ranker normalises them),
     with the blackbox-interpolation gradient of strength λ. https://github.com/martius-lab/blackbox-backprop.

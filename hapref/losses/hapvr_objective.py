@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from hapref.losses.infonce import InfoNCE
 from hapref.losses.pseudo_labels import frame_pseudo_labels
 from hapref.losses.sshn import SSHN
-from hapref.utils import at_least_float32
+from hapref.utils import at_least_float32, float32_compute
 from hapref.validation import check_binary, check_float_tensor
 
 ScoreLoss = Callable[..., Tensor]  # any ranking loss(scores [Q, M], relevance [Q, M], ignore=None) -> scalar
@@ -38,6 +38,7 @@ WEIGHT_PRESETS: dict[str, HAPVRWeights] = {
 }
 
 
+@float32_compute
 def frame_level_ap_loss(frame_similarity: Tensor, positive: Tensor, negative: Tensor, video_relevance: Tensor,
                         ap_loss: ScoreLoss) -> Tensor:
     """Frame-level AP loss L^F_AP (HAP-VR §3.4): rank each query frame's target frames by the pseudo labels.
@@ -105,6 +106,7 @@ class HAPVRObjective(nn.Module):
         self.infonce, self.sshn = InfoNCE(temperature), SSHN(sshn_eps)
         self.top_rate, self.bottom_rate = top_rate, bottom_rate
 
+    @float32_compute
     def forward(self, video_similarity: Tensor, relevance: Tensor, reg: Tensor,
                 frame_similarity: Tensor | None = None, teacher_similarity: Tensor | None = None,
                 ) -> dict[str, Tensor]:

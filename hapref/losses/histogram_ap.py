@@ -7,9 +7,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from hapref.losses._base import RankingLoss
-from hapref.utils import at_least_float32
+from hapref.utils import at_least_float32, float32_compute
 
 
+@float32_compute
 def histogram_ap(scores: Tensor, positive: Tensor, negative: Tensor, centres: Tensor) -> Tensor:
     """Per-query AP ``[Q]`` with ranks quantised into soft bins (FastAP Eq. 8, DIR Eq. 5).
 

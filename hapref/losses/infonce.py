@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from hapref.losses._reduction import check_reduction
 from hapref.losses.embeddings import EmbeddingLoss, refuse_labels_as_relevance
+from hapref.utils import float32_compute
 from hapref.validation import check_scores_relevance, renamed_keywords
 
 
@@ -55,6 +56,7 @@ class InfoNCE(EmbeddingLoss, nn.Module):
         self.reduction = check_reduction(reduction)
 
     @renamed_keywords(mask="ignore")
+    @float32_compute
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
         """The loss of a batch's ``[N, N]`` finite float similarity matrix, ``[N, N]`` bool relevance and
         optional ``[N, N]`` bool ``ignore`` (True = left out; the diagonal always is). Returns a 0-d tensor

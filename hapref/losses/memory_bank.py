@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from hapref.losses._reduction import check_reduction, reduce_values
-from hapref.utils import at_least_float32
+from hapref.utils import at_least_float32, float32_compute
 from hapref.validation import check_float_tensor, renamed_keywords
 
 __all__ = ["MemoryBank", "contrastive_similarities", "MemoryBankInfoNCE", "MemoryBankCircle", "HardestTripletLoss",
@@ -155,6 +155,7 @@ class MemoryBank(nn.Module):
         self.count.fill_(min(int(self.count) + keys.shape[0], self.size))
 
 
+@float32_compute
 def contrastive_similarities(query: Tensor, positive: Tensor, bank: MemoryBank | None = None,
                              clip_ids: Tensor | None = None, in_batch: bool = True) -> tuple[Tensor, Tensor]:
     """Dot-product similarities ``[B, 1 + M]`` of L2-normalised ``query`` with its positive and negatives (TCA §3.4).
@@ -262,6 +263,7 @@ class MemoryBankInfoNCE(nn.Module):
         return sims / self.temperature
 
     @renamed_keywords(mask="ignore")
+    @float32_compute
     def forward(self, sims: Tensor, valid: Tensor | None = None, ignore: Tensor | None = None) -> Tensor:
         """Mean loss over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
         ``ignore [B, M]`` bool (True = not a negative of that row) or its complement ``valid [B, M]`` (False = not
@@ -341,6 +343,7 @@ class MemoryBankCircle(nn.Module):
         return self.scale * alpha * (sims - delta)
 
     @renamed_keywords(mask="ignore")
+    @float32_compute
     def forward(self, sims: Tensor, valid: Tensor | None = None, ignore: Tensor | None = None) -> Tensor:
         """Mean loss over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
         ``ignore [B, M]`` bool (True = not a negative of that row) or its complement ``valid [B, M]`` (False = not
@@ -380,6 +383,7 @@ class HardestTripletLoss(nn.Module):
         self.reduction = check_reduction(reduction)
 
     @renamed_keywords(mask="ignore")
+    @float32_compute
     def forward(self, sims: Tensor, valid: Tensor | None = None, ignore: Tensor | None = None) -> Tensor:
         """Mean hinge over the rows of ``sims [B, 1 + M]`` (finite floats, positive in column 0) with optional
         ``ignore [B, M]`` bool (True = not a negative of that row) or its complement ``valid [B, M]``; 0-d (``[B]``

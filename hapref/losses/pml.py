@@ -37,6 +37,7 @@ from hapref.losses.pair_losses import Circle as _Circle, Contrastive as _Contras
 from hapref.losses.pointwise import MAE as _MAE, MSE as _MSE
 from hapref.losses.quadlinear_ap import QuadLinearAP as _QuadLinearAP
 from hapref.losses.smooth_ap import SmoothAP as _SmoothAP
+from hapref.utils import float32_compute
 
 __all__ = ["BlackBoxAP", "Circle", "Contrastive", "FastAP", "InfoNCE", "ListwiseAP", "MAE", "MSE", "PMLLoss",
            "QuadLinearAP", "SmoothAP", "Triplet", "mined_pairs"]
@@ -102,6 +103,7 @@ class PMLLoss(nn.Module):
         super().__init__()
         self.loss = loss
 
+    @float32_compute
     def forward(self, embeddings: Tensor, labels: Tensor, indices_tuple: tuple[Tensor, ...] | None = None,
                 ref_emb: Tensor | None = None, ref_labels: Tensor | None = None) -> Tensor:
         """The loss of ``embeddings [N, D]`` with class ids ``labels [N]``; see the module docstring.

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from hapref.losses._reduction import check_reduction, reduce_values
+from hapref.utils import float32_compute
 from hapref.validation import check_float_tensor, renamed_keywords
 
 __all__ = [
@@ -117,6 +118,7 @@ class EuclideanTripletLoss(_TupleLoss):
         _non_negative(margin=margin)
         self.margin = margin
 
+    @float32_compute
     def forward(self, q: Tensor, p: Tensor, n: Tensor) -> Tensor:
         """The reduced hinge of query, positive and negative embeddings ``[B, D]`` (finite floats).
 
@@ -180,6 +182,7 @@ class QuadletLoss(_TupleLoss):
         l3 = (self.margin3 + squared_distance(p, i) - squared_distance(p, n)).clamp_min(0)
         return l1, l2, l3
 
+    @float32_compute
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
         """``L1 + L2 + L3`` of query, positive, intermediate and negative embeddings ``[B, D]``, reduced.
 
@@ -236,6 +239,7 @@ class RadialLoss(_TupleLoss):
         triplet = (self.margin + squared_distance(q, p) - squared_distance(q, i)).clamp_min(0)
         return radial, triplet
 
+    @float32_compute
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
         """``L_radial + L_triplet`` of quadlet embeddings ``[B, D]`` (finite floats), reduced.
 
@@ -267,6 +271,7 @@ class Quadruplet1Loss(_TupleLoss):
         _non_negative(margin=margin)
         self.margin = margin
 
+    @float32_compute
     def forward(self, q: Tensor, p: Tensor, i: Tensor, n: Tensor) -> Tensor:
         """The two level-crossing hinges of quadlet embeddings ``[B, D]`` (finite floats), summed and reduced.
 
@@ -299,6 +304,7 @@ class Quadruplet2Loss(_TupleLoss):
         _non_negative(margin1=margin1, margin2=margin2)
         self.margin1, self.margin2 = margin1, margin2
 
+    @float32_compute
     def forward(self, q: Tensor, p: Tensor, n1: Tensor, n2: Tensor) -> Tensor:
         """The strong and weak hinges of (q, p, n1, n2) embeddings ``[B, D]`` (finite floats), summed and reduced.
 

@@ -8,11 +8,12 @@ from torch import Tensor
 
 from hapref.losses._base import gather_positives
 from hapref.losses.surrogates import StepSurrogate, negative_step_sum
-from hapref.utils import at_least_float32
+from hapref.utils import at_least_float32, float32_compute
 
 Step = Callable[[Tensor], Tensor]
 
 
+@float32_compute
 def relaxed_rank_ap(scores: Tensor, positive: Tensor, negative: Tensor, pos_step: Step,
                     neg_step: Step, p: float = 1.0) -> Tensor:
     """Per-query AP ``[Q]`` with steps replaced by surrogates, HAP-VR Eq. 8 and Eq. 11.

@@ -8,6 +8,7 @@ from torch import Tensor, nn
 from hapref.losses._reduction import check_reduction
 from hapref.losses.embeddings import EmbeddingLoss
 from hapref.losses.infonce import _promote, _square
+from hapref.utils import float32_compute
 from hapref.validation import renamed_keywords
 
 
@@ -35,6 +36,7 @@ class SSHN(EmbeddingLoss, nn.Module):
         self.reduction = check_reduction(reduction)
 
     @renamed_keywords(mask="ignore")
+    @float32_compute
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``(hard_negative, self_similarity)`` 0-d tensors of a batch's ``[N, N]`` finite float similarities
         (diagonal = self-similarity), ``[N, N]`` bool relevance and optional ``[N, N]`` bool ``ignore``.

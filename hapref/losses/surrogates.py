@@ -9,7 +9,7 @@ from torch import Tensor
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
-from hapref.utils import at_least_float32
+from hapref.utils import at_least_float32, float32_compute
 from hapref.validation import renamed_keywords
 
 
@@ -57,6 +57,7 @@ class StepSurrogate(ABC):
             True
         """
 
+    @float32_compute
     def __call__(self, x: Tensor) -> Tensor:
         return _Surrogate.apply(at_least_float32(x), self)
 
@@ -74,7 +75,7 @@ class _Surrogate(Function):
     @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
         (slope,) = ctx.saved_tensors
-        return grad * slope, None
+        return grad.to(slope.dtype) * slope, None
 
 
 class SigmoidStep(StepSurrogate):
@@ -163,11 +164,13 @@ class _NegativeStepSum(Function):
     @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, None, None]:
         slope, negative = ctx.saved_tensors
+        grad = grad.to(slope.dtype)       # one dtype in both products, whatever reaches backward
         grad_scores = (grad.unsqueeze(1) @ slope).squeeze(1).mul_(negative)
         grad_pos = (slope @ negative.unsqueeze(-1)).squeeze(-1).mul_(grad).neg_()
         return grad_scores, grad_pos, None, None
 
 
+@float32_compute
 def negative_step_sum(scores: Tensor, pos_scores: Tensor, negative: Tensor, step: StepSurrogate) -> Tensor:
     """Σ_{k ∈ N} φ(s_qk − s_qj) ``[Q, P]`` for scores ``[Q, M]``, positive scores ``[Q, P]`` and a float 0/1
     negative flags ``[Q, M]``: the negative part of rank(j) in HAP-VR Eq. 8 and Eq. 11, fused (see above).

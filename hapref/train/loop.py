@@ -37,9 +37,21 @@ RUN_FORMAT = 1
 COLLECTIVE_TIMEOUT_S = 3600.0
 
 
+#: The autocast dtypes :class:`TrainConfig` accepts: float16 runs with a GradScaler, bfloat16 (float32's
+#: exponent range) without one.
+AMP_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
+#: The device types on which ``TrainConfig.amp`` turns autocast on. CPU autocast is slower than float32 on
+#: most CPUs, so only CUDA by default; the tests add ``"cpu"`` to run the AMP path without a GPU.
+AMP_DEVICE_TYPES: tuple[str, ...] = ("cuda",)
+
+
 @dataclass
 class TrainConfig:
     """Optimisation settings of one run (HAP-VR §4.1: AdamW + warm-up + cosine annealing).
+
+    ``amp`` turns on mixed precision on CUDA: the model's forward and the loss run under ``torch.autocast`` in
+    ``amp_dtype`` (``"float16"`` with a GradScaler, ``"bfloat16"`` without one); every loss of the package
+    computes in float32 inside it (:func:`hapref.utils.float32_compute`).
 
     ``checkpoint_every`` steps (``None``: a tenth of the run) and at least every ``checkpoint_minutes`` a
     checkpoint is written when :func:`fit` has an output folder, so a killed run resumes where it stopped.
@@ -60,6 +72,7 @@ class TrainConfig:
     eval_every: int = 0
     seed: int = 0
     amp: bool = True
+    amp_dtype: str = "float16"
     grad_clip: float | None = None
     device: str | None = None
     checkpoint_every: int | None = None
@@ -91,6 +104,8 @@ class TrainConfig:
             raise ValueError(f"grad_clip must be a positive number or None (no clipping), got {self.grad_clip}")
         if not isinstance(self.amp, bool):
             raise ValueError(f"amp must be a bool, got {self.amp!r}")
+        if self.amp_dtype not in AMP_DTYPES:
+            raise ValueError(f"amp_dtype must be one of {', '.join(AMP_DTYPES)}, got {self.amp_dtype!r}")
         if self.device is not None and not isinstance(self.device, str):
             raise ValueError(f"device must be a string such as 'cpu' or 'cuda:0', or None, got {self.device!r}")
         if self.checkpoint_every is not None:
@@ -355,7 +370,8 @@ def check_resumable(saved: dict[str, Any], new: dict[str, Any], path: Path) -> N
     def identity(record: dict[str, Any]) -> dict[str, Any]:
         out = {k: v for k, v in record.items() if k not in ("world_size", "hapref_version")}
         if isinstance(out.get("train"), dict):
-            out["train"] = {k: v for k, v in out["train"].items() if k not in NOT_IDENTITY}
+            out["train"] = {"amp_dtype": "float16",          # runs recorded before the setting existed
+                            **{k: v for k, v in out["train"].items() if k not in NOT_IDENTITY}}
         return out
 
     diffs = _differences(identity(saved), identity(new))
@@ -412,7 +428,8 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     if hd.init_distributed("nccl" if device.type == "cuda" else "gloo", timeout_s=COLLECTIVE_TIMEOUT_S):
         device = hd.rank_device()
     main, world = hd.is_main_process(), hd.get_world_size()
-    use_amp = config.amp and device.type == "cuda"
+    use_amp = config.amp and device.type in AMP_DEVICE_TYPES
+    amp_dtype = getattr(torch, config.amp_dtype)
     seed_everything(config.seed)
     model = task.build_model().to(device)
     if world > 1:                       # the same initial weights on every rank, then a random stream of its own
@@ -425,7 +442,7 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     groups = task.param_groups(model, config.lr) if hasattr(task, "param_groups") else params
     optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config))
-    scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
+    scaler = torch.amp.GradScaler(device.type, enabled=use_amp and amp_dtype == torch.float16)
     history: list[dict[str, float]] = []
     start = 0
 
@@ -496,7 +513,7 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     try:
         for step in bar:
             batch = task.batch(step, device)
-            with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=use_amp):
+            with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=use_amp):
                 terms = task.loss(model, batch)
             if "loss" not in terms:
                 raise ValueError(f"task.loss must return a dict with key 'loss', got keys {sorted(terms)}")
