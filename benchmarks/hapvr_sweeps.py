@@ -118,6 +118,7 @@ VARIANTS: dict[str, dict] = {
     "shuffled_views": {"shuffle_views": True},                          # S2VS's shuffle-dropout views (control)
     "xavier_psi": {"psi_init": "xavier"},                               # ψ from the released random init
     "untrained_network": {"steps": 0},                                  # ψ as initialised by the seed
+    "random_batches": {"pair_batches": False},                          # batches of uniform clips (control)
 }
 #: The curve over the number of training clips (issue 27 item 3): the full method and L_base with the pool drawn
 #: from the first N unlabeled clips (the profile's 512 is the stored hapvr / L_base rows themselves).
@@ -151,7 +152,7 @@ CLAIMS: list[dict] = [
 def _profile(profile: str, variant: str, steps: int | None):
     change = dict(VARIANTS[variant])
     p = PROFILES[profile]
-    for name in ("shuffle_views", "psi_init", "train_clips"):   # settings of the profile, not of the Variant
+    for name in ("shuffle_views", "psi_init", "train_clips", "pair_batches"):   # the profile's, not the Variant's
         if name in change:
             p = replace(p, **{name: change.pop(name)})
     train_steps = change.pop("steps", steps if steps is not None else p.steps)

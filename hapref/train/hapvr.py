@@ -87,6 +87,8 @@ class HAPVRProfile:
     pooling: str = ""           # student regions: "" = auto (FrameEncoder.pooling_for), "l3imac" or "l3imac_released"
     shuffle_views: bool = True  # S2VS strong views shuffle-dropout their segments; False keeps the order (departure)
     psi_init: str = "xavier"    # ψ's initialisation: "xavier" (released) or "pooling" (hapref's, a 4x4 max-pool)
+    pair_batches: bool = True   # with reshoots in the unlabeled split: batches of (clip, reshoot) pairs; False
+    #                             draws the batch's clips uniformly (chapter 4's random-batch control)
 
     def __post_init__(self) -> None:
         # ψ pools twice, so a training view needs 4 frames; every count must leave a batch to train on
@@ -223,6 +225,29 @@ class FrameEncoder:
 
         from hapref.models.hapvr import DinoTeacher
 
+        self.check_files(profile)
+        self.pooling = self.pooling_for(profile)
+        self.backbone = load_backbone(profile.backbone, image_size=image_size).to(get_device())
+        self.teacher = DinoTeacher(profile.dino_checkpoint).to(get_device()) if profile.teacher == "dino" else None
+
+    @staticmethod
+    def check_files(profile: HAPVRProfile) -> None:
+        """Raise before any work if a weight file the profile needs is missing: the DINO teacher's
+        ``dino_checkpoint`` and, for ``backbone="resnet50"``, torchvision's ImageNet weights in the torch hub cache
+        (``resnet50-0676ba61.pth``). :func:`prepare_data` calls it before it generates the benchmark.
+
+        Examples:
+            >>> from dataclasses import replace
+            >>> FrameEncoder.check_files(PROFILES["smoke"])       # the offline backbone needs no file
+            >>> FrameEncoder.check_files(replace(PROFILES["smoke"], teacher="dino", dino_checkpoint="/nope.pth"))
+            Traceback (most recent call last):
+            ...
+            FileNotFoundError: dino_checkpoint '/nope.pth' does not exist (teacher='dino' loads the DINO ViT-S/16 weights from it)
+        """
+        from pathlib import Path
+
+        from hapref.features.resnet import RESNET50_IMAGENET1K_V1
+
         if profile.teacher not in TEACHERS:
             raise ValueError(f"teacher must be one of {TEACHERS}, got {profile.teacher!r}")
         if profile.teacher == "dino" and not profile.dino_checkpoint:
@@ -231,9 +256,10 @@ class FrameEncoder:
         if profile.teacher == "dino" and not Path(profile.dino_checkpoint).is_file():
             raise FileNotFoundError(f"dino_checkpoint {profile.dino_checkpoint!r} does not exist (teacher='dino' "
                                     "loads the DINO ViT-S/16 weights from it)")
-        self.pooling = self.pooling_for(profile)
-        self.backbone = load_backbone(profile.backbone, image_size=image_size).to(get_device())
-        self.teacher = DinoTeacher(profile.dino_checkpoint).to(get_device()) if profile.teacher == "dino" else None
+        weights = Path(torch.hub.get_dir()) / "checkpoints" / RESNET50_IMAGENET1K_V1
+        if profile.backbone == "resnet50" and not weights.is_file():
+            raise FileNotFoundError(f"backbone='resnet50' needs torchvision's ImageNet weights at {weights} "
+                                    "(nothing is downloaded; copy resnet50-0676ba61.pth there)")
 
     @staticmethod
     def pooling_for(profile: HAPVRProfile) -> str:
@@ -364,9 +390,10 @@ def clip_source(bench, profile: HAPVRProfile):
     return _frame_clips(profile.frames_dir, bench.config.frame_size, bench.config.train_frames)
 
 
-def pick_clips(bench, n_clips: int, batch: int, generator: torch.Generator) -> Tensor:
+def pick_clips(bench, n_clips: int, batch: int, generator: torch.Generator, paired: bool = True) -> Tensor:
     """Indices of ``batch`` training clips out of the first ``n_clips``: random clips, or, when the benchmark's
-    unlabeled split pairs each clip with its reshoot (``train_reshoots``), ``batch // 2`` random pairs.
+    unlabeled split pairs each clip with its reshoot (``train_reshoots``) and ``paired``, ``batch // 2`` random
+    pairs.
 
     Examples:
         >>> g = torch.Generator().manual_seed(0)
@@ -375,8 +402,11 @@ def pick_clips(bench, n_clips: int, batch: int, generator: torch.Generator) -> T
         >>> paired = pick_clips(build_copy_benchmark("smoke", train_reshoots=True), 16, 4, g).tolist()
         >>> [paired[i + 1] - paired[i] for i in (0, 2)], all(i % 2 == 0 for i in paired[::2])  # (2k, 2k + 1)
         ([1, 1], True)
+        >>> loose = pick_clips(build_copy_benchmark("smoke", train_reshoots=True), 16, 4, g, paired=False)
+        >>> len(loose), len(set(loose.tolist()))   # any 4 distinct clips, pairs or not
+        (4, 4)
     """
-    if not getattr(bench.config, "train_reshoots", False):
+    if not paired or not getattr(bench.config, "train_reshoots", False):
         return torch.randperm(n_clips, generator=generator)[:batch]
     pairs = torch.randperm(n_clips // 2, generator=generator)[:batch // 2]
     return torch.stack([2 * pairs, 2 * pairs + 1], dim=1).flatten()
@@ -406,8 +436,11 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
     profile, p = resolve_profile(profile)
     if p.features is not None:          # cheap to rebuild: no disk cache
         return _prepare_from_features(p)
+    FrameEncoder.check_files(p)         # a missing weight file is reported before any data is generated
     bench = build_copy_benchmark(p.benchmark, seed=p.benchmark_seed)
     data_fields = {k: v for k, v in asdict(p).items() if k in DATA_FIELDS}
+    if not p.pair_batches:              # (only then: the keys of the paired pools stay as they were)
+        data_fields["pair_batches"] = False
     code = source_digest(backbones_module, pooling_module, augment_module, views_module, sys.modules[__name__])
     key = config_key({"hapvr": DATA_VERSION, "data": data_fields, "benchmark": bench.fingerprint()[:16],
                       "code": code})
@@ -420,7 +453,8 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
     regions, teacher, labels = [], [], []
     for b in tqdm(range(p.view_batches), disable=not progress, desc="training views"):
         g = torch.Generator().manual_seed(b)
-        r, t, lab = encode.batch(training_clips(bench, p, pick_clips(bench, n_clips, p.batch_videos, g)),
+        picked = pick_clips(bench, n_clips, p.batch_videos, g, p.pair_batches)
+        r, t, lab = encode.batch(training_clips(bench, p, picked),
                                  p.frames, g, shuffle=p.shuffle_views)
         regions.append(r)
         teacher.append(t)
@@ -538,7 +572,7 @@ class HAPVRTask:
         bench, encode, whitening = self._fresh
         n_clips = min(self.profile.train_clips, len(clip_source(bench, self.profile)))
         order = (torch.randperm(n_clips, generator=g) if not bench.config.train_reshoots
-                 else pick_clips(bench, n_clips, n_clips - n_clips % 2, g))
+                 else pick_clips(bench, n_clips, n_clips - n_clips % 2, g, self.profile.pair_batches))
         clips = training_clips(bench, self.profile, rank_batch(order, self.profile.batch_videos))
         regions, teacher, labels = encode.batch(clips, self.profile.frames, rank_stream(g),
                                                 shuffle=self.profile.shuffle_views)
@@ -651,7 +685,8 @@ def pool_clip_count(profile: str | HAPVRProfile) -> int:
     n_clips = min(p.train_clips, len(clip_source(bench, p)))
     picked: set[int] = set()
     for b in range(p.view_batches):
-        picked.update(pick_clips(bench, n_clips, p.batch_videos, torch.Generator().manual_seed(b)).tolist())
+        picked.update(pick_clips(bench, n_clips, p.batch_videos, torch.Generator().manual_seed(b),
+                                 p.pair_batches).tolist())
     return len(picked)
 
 
