@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -38,15 +39,19 @@ def test_tca_defaults_and_released_preset() -> None:
     v = tca.Variant()
     assert (v.loss, v.gamma, v.m, v.temperature) == ("circle", 256.0, 0.25, 1 / 256)
     r = tca.PROFILES["released"]
-    # the README's run: views padded to 300 frames (the paper trains on 64), 16 background negatives per item
+    # the README's run: views padded to 300 frames (the paper trains on 64); 8 background negatives per item, the
+    # most the 4,096-key queue takes in one step (the README's 16 overflow it: refused, as the released code does)
     assert (r.frames, r.whiten_dim, r.nhead, r.dim_feedforward, r.dropout, r.bank_size, r.lr, r.backbone) == \
         (300, 1024, 8, 2048, 0.5, 4096, 1e-5, "resnet50")
-    assert r.distractors_per_step == 16 * r.batch_videos
+    assert r.distractors_per_step == 8 * r.batch_videos == r.bank_size
+    assert all(p.distractors_per_step <= p.bank_size for p in tca.PROFILES.values())
     assert (r.in_batch_negatives, r.bank_init, r.region_windows, r.grad_clip) == (False, "random", "released", None)
     assert r.pad_views and all(p.dropout == 0.5 for p in tca.PROFILES.values())
     assert not any(p.in_batch_negatives for p in tca.PROFILES.values())     # the paper's negatives by default
     with pytest.raises(ValueError, match="m"):
         tca.Variant(m=1.5)
+    with pytest.raises(ValueError, match="distractors_per_step=32 keys per step .* bank_size=16"):
+        tca.TCATask(dataclasses.replace(tca.PROFILES["smoke"], distractors_per_step=32))
 
 
 def test_tca_bank_holds_distractors_and_keys_carry_no_gradient() -> None:
@@ -118,3 +123,18 @@ def test_tca_padded_views_carry_valid_flags_into_the_loss() -> None:
     with torch.no_grad():                     # padded frames do not change the anchor embeddings
         assert torch.allclose(model(batch["anchor"], batch["anchor_valid"]),
                               model(garbage["anchor"], garbage["anchor_valid"]), atol=1e-5)
+
+
+def test_missing_weight_files_are_reported_before_any_data_is_generated(monkeypatch, tmp_path) -> None:
+    from hapref.train import hapvr
+
+    def generate(*args, **kwargs):
+        raise AssertionError("the benchmark was generated before the weight files were checked")
+
+    monkeypatch.setattr(hapvr, "build_copy_benchmark", generate)
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))       # an empty hub cache
+    with pytest.raises(FileNotFoundError, match="resnet50-0676ba61.pth"):
+        hapvr.prepare_data(dataclasses.replace(hapvr.PROFILES["smoke"], backbone="resnet50"))
+    with pytest.raises(FileNotFoundError, match="dino_checkpoint"):
+        hapvr.prepare_data(dataclasses.replace(hapvr.PROFILES["smoke"], teacher="dino",
+                                               dino_checkpoint=str(tmp_path / "dino.pth")))

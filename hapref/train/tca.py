@@ -146,13 +146,15 @@ PROFILES: dict[str, TCAProfile] = {
                        eval_every=500),
     # The released run (README of https://github.com/xwen99/temporal_context_aggregation): ResNet-50 L3-iRMAC on the
     # released extractor's windows, whitened to 1024-d, one Transformer layer (8 heads, FFN 2048), batch 64 per GPU
-    # x 8 GPUs = 512 items, 16 background negatives per item (8,192 keys gathered per step, more than the 4,096-key
-    # queue keeps), queue of random unit vectors at the start, no in-batch negatives, no gradient clipping, Adam
+    # x 8 GPUs = 512 items, queue of 4,096 keys of random unit vectors at the start, no in-batch negatives, no gradient clipping, Adam
     # lr 1e-5, wd 1e-4, 40 epochs; training views zero-padded (with valid flags) to the README's 300 frames.
     # Dropout 0.5 as the paper (the released train.py uses 0.2). Needs torchvision's ResNet-50 weights.
+    # The README's 16 background negatives per item would enqueue 8,192 keys per step into the 4,096-key queue,
+    # which the released MoCo code's assertion (queue size a multiple of the key batch) refuses; hapref refuses
+    # it too (TCATask), so the profile enqueues 8 per item: 4,096 keys, the whole queue renewed every step.
     "released": TCAProfile("full", train_clips=4096, distractor_clips=4096, frames=300, stride=1, eval_stride=1,
                            strong_views=4, whiten_dim=1024, nhead=8, dim_feedforward=2048, dropout=0.5,
-                           batch_videos=512, bank_size=4096, distractors_per_step=8192, steps=6000, lr=1e-5,
+                           batch_videos=512, bank_size=4096, distractors_per_step=4096, steps=6000, lr=1e-5,
                            warmup_steps=0, eval_every=1000, backbone="resnet50", pad_views=True,
                            in_batch_negatives=False, bank_init="random", region_windows="released",
                            grad_clip=None),
@@ -521,9 +523,14 @@ class TCATask:
     def __init__(self, profile: str | TCAProfile = "quick", variant: Variant = Variant(), seed: int = 0,
                  progress: bool = False) -> None:
         self.profile, self.variant, self.seed = resolve_profile(profile)[1], variant, seed
+        self.bank_size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
+        if self.bank_size and self.profile.distractors_per_step > self.bank_size:
+            # the released MoCo queue asserts the same: keys of one step must fit the queue
+            raise ValueError(f"distractors_per_step={self.profile.distractors_per_step} keys per step (gathered over "
+                             f"all processes) do not fit the memory bank of bank_size={self.bank_size}: the queue "
+                             f"would drop keys of the same step; lower distractors_per_step or raise bank_size")
         self.data = prepare_data(profile if isinstance(profile, str) else self.profile, variant.pooling, progress)
         self.criterion = contrastive_loss(variant.loss, **variant.loss_hyperparameters())
-        self.bank_size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
         self.in_batch = (self.profile.in_batch_negatives if variant.in_batch_negatives is None
                          else variant.in_batch_negatives)
         if not self.in_batch and self.bank_size == 0:
