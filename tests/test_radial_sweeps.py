@@ -25,7 +25,7 @@ def test_sweep_layout_and_resume(tmp_path, capsys):
     for rows in data["runs"].values():
         assert [(r["seed"], r["data_seed"]) for r in rows] == [(0, 0), (1, 0)]
         assert all(set(sweeps.METRICS) <= set(r) and 0 <= r["fine_MAP"] <= 1 for r in rows)
-    assert set(data["untrained"]["0"]) == {"mean_pool", "halves"}
+    assert set(data["untrained"]["0"]) == set(sweeps.TRAINING_FREE) >= {"mean_pool", "halves", "mean+trend"}
     assert data["claims"] == sweeps.CLAIMS and data["dtype"] == "float64" and data["threads"] == 1
     assert data["runs"]["radial"] != data["runs"]["untrained_network"]
     wall = data["wall_seconds"]
@@ -46,3 +46,36 @@ def test_halves_is_order_aware_and_mean_pool_is_not():
                          torch.tensor([0, 1]))
     pooled, halves = sweeps.mean_pool(split), sweeps.halves(split)
     assert torch.allclose(pooled[0], pooled[1]) and not torch.allclose(halves[0], halves[1])
+
+
+def test_descriptors_were_tuned_on_the_validation_instance_only():
+    import json as json_
+    from pathlib import Path
+
+    sweeps = _script()
+    stored = json_.loads((Path(__file__).resolve().parents[1] / "book" / "data" / "radial_sweeps.json").read_text())
+    rows = stored["validation"]["grid"]
+    assert stored["validation"]["data_seed"] == sweeps.VALIDATION_DATA_SEED
+    used = {r["data_seed"] for runs in stored["runs"].values() for r in runs} | set(map(int, stored["untrained"]))
+    assert sweeps.VALIDATION_DATA_SEED not in used                     # used for nothing else
+    assert len(rows) == sum(map(len, sweeps.DESCRIPTOR_GRID.values())) * len(sweeps.WEIGHTS)
+    assert sweeps.chosen(rows) == sweeps.TUNED                          # the stored grid picks the constants
+    assert sweeps.chosen(rows, class_safe=True)["differences"] == sweeps.TUNED_SAFE
+    best = max(r["fine_MAP"] for r in rows if r["descriptor"] == "trend")
+    assert [r for r in rows if r["descriptor"] == "trend" and r["fine_MAP"] == best][0]["weight"] == 1.0
+
+
+def test_tune_and_chosen_on_the_smoke_profile():
+    sweeps = _script()
+    with sweeps.sweep_arithmetic(threads=1):
+        rows = sweeps.tune("smoke", data_seed=3)
+    assert len(rows) == sum(map(len, sweeps.DESCRIPTOR_GRID.values())) * len(sweeps.WEIGHTS)
+    picks = sweeps.chosen(rows)
+    for name, (options, weight) in picks.items():
+        mine = [r for r in rows if r["descriptor"] == name]
+        top = max(r["fine_MAP"] for r in mine)
+        first = next(r for r in mine if r["fine_MAP"] == top)               # ties: first in grid order
+        assert (first["options"], first["weight"]) == (options, weight)
+    for name, (options, weight) in sweeps.chosen(rows, class_safe=True).items():
+        assert next(r for r in rows if r["descriptor"] == name and r["options"] == options
+                    and r["weight"] == weight)["MAP"] == 1.0

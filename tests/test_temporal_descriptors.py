@@ -57,13 +57,17 @@ def test_trend_matches_numpy_polyfit():
 
 @pytest.mark.parametrize("levels", [(0,), (1,), (0, 1, 2), (2, 1)])
 @pytest.mark.parametrize("normalize", [False, True])
-def test_pyramid_matches_array_split(levels, normalize):
+@pytest.mark.parametrize("centred", [False, True])
+def test_pyramid_matches_array_split(levels, normalize, centred):
+    if centred and 0 in levels:
+        return                                          # refused: test_bad_inputs_name_the_argument
     features, lengths = _clips(2)
-    out = temporal_pyramid(features, lengths, levels=levels, normalize=normalize)
+    out = temporal_pyramid(features, lengths, levels=levels, normalize=normalize, centred=centred)
     for index, x in _each(features, lengths):
-        pieces = [p.mean(0) for level in levels for p in np.array_split(x, 2 ** level)]
+        pieces = [p.mean(0) - (x.mean(0) if centred else 0)
+                  for level in levels for p in np.array_split(x, 2 ** level)]
         if normalize:
-            pieces = [p / np.linalg.norm(p) for p in pieces]
+            pieces = [p / max(np.linalg.norm(p), 1e-12) for p in pieces]    # F.normalize: 0 stays 0
         np.testing.assert_allclose(out[index].numpy(), np.concatenate(pieces), rtol=1e-12, atol=1e-12)
 
 
@@ -135,6 +139,8 @@ def test_bad_inputs_name_the_argument():
         frame_differences(x, lag=0)
     with pytest.raises(ValueError, match="levels"):
         temporal_pyramid(x, levels=(1, 1))
+    with pytest.raises(ValueError, match="levels"):
+        temporal_pyramid(x, levels=(0, 1), centred=True)
     with pytest.raises(ValueError, match="lengths"):
         temporal_pyramid(x, torch.tensor([5, 3]), levels=(2,))
     with pytest.raises(ValueError, match="weight"):

@@ -142,13 +142,14 @@ def _segments(lengths: Tensor, parts: int, steps: int) -> Tensor:
 
 
 def temporal_pyramid(features: Tensor, lengths: Tensor | None = None, levels: Sequence[int] = (0, 1, 2),
-                     normalize: bool = True) -> Tensor:
+                     normalize: bool = True, centred: bool = False) -> Tensor:
     """Temporal pyramid pooling: at level ``l`` the means of ``2^l`` consecutive segments, concatenated.
 
     ``[..., T, D] -> [..., S·D]`` with ``S = Σ_l 2^l`` over ``levels`` (distinct ints ``>= 0``; level 0 is the
     mean, level 1 the two halves). Segment ``s`` of level ``l`` holds the frames ``numpy.array_split`` gives it
-    when cutting the ``L`` valid frames into ``2^l`` pieces: ``p_{l,s} = mean_{t ∈ seg(l,s)} x_t``, each
-    L2-normalised when ``normalize``. Every clip needs ``L >= 2^l`` for the deepest level (a clear error
+    when cutting the ``L`` valid frames into ``2^l`` pieces: ``p_{l,s} = mean_{t ∈ seg(l,s)} x_t``, or
+    ``p_{l,s} - m`` when ``centred`` (the clip mean ``m`` removed, so only the change along the clip is
+    left; level 0 would be zero and is refused), each L2-normalised when ``normalize``. Every clip needs ``L >= 2^l`` for the deepest level (a clear error
     otherwise). Where ``2^l`` divides ``L``, reversing a clip reverses the segments of level ``l``.
 
     Examples:
@@ -157,22 +158,27 @@ def temporal_pyramid(features: Tensor, lengths: Tensor | None = None, levels: Se
         tensor([5., 3., 8.])
         >>> temporal_pyramid(x, levels=(2,), normalize=False)     # pieces of 2, 1, 1, 1 frames
         tensor([2., 5., 7., 9.])
+        >>> temporal_pyramid(x, levels=(1,), normalize=False, centred=True)   # halves minus the mean
+        tensor([-2.,  3.])
     """
     levels = list(levels)
     if not levels or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in levels) \
             or len(set(levels)) != len(levels):
         raise ValueError(f"levels must be distinct ints >= 0, got {levels!r}")
+    if centred and 0 in levels:
+        raise ValueError("levels must not hold 0 when centred (the mean minus the mean is zero)")
     mask, lengths = valid_frames(features, lengths)
     deepest = 2 ** max(levels)
     if lengths.numel() and int(lengths.min()) < deepest:
         raise ValueError(f"lengths must be >= 2^{max(levels)} = {deepest} for pyramid level {max(levels)}, "
                          f"got a clip of {int(lengths.min())} frames")
+    mean = temporal_mean(features, lengths)[..., None, :] if centred else 0
     pooled = []
     for level in levels:
         parts = 2 ** level
         onehot = F.one_hot(_segments(lengths, parts, features.shape[-2]), parts + 1)[..., :parts]
         onehot = onehot.to(features.dtype)                                 # [..., T, parts], padding: none
-        means = onehot.transpose(-1, -2) @ features / onehot.sum(-2)[..., None]   # [..., parts, D]
+        means = onehot.transpose(-1, -2) @ features / onehot.sum(-2)[..., None] - mean   # [..., parts, D]
         pooled.append(F.normalize(means, dim=-1) if normalize else means)
     return torch.cat(pooled, dim=-2).flatten(-2)
 
