@@ -6,7 +6,7 @@ JB    := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 JBFLAGS := -W -n --keep-going
 
-.PHONY: book test test-portable test-wheel venv outputs clean
+.PHONY: book test test-portable test-wheel gpu-check-quick venv outputs clean
 
 venv: $(STAMP)
 
@@ -64,6 +64,13 @@ test-wheel: $(STAMP)
 	cd _build && ./wheel-venv/bin/python -m hapref.evaluation --help > /dev/null
 	cd _build && ./wheel-venv/bin/python -m hapref.train --help > /dev/null
 	@echo "wheel: installs and imports in a fresh venv"
+
+# benchmarks/gpu_check.py end to end on the CPU (smoke profiles, scaled shapes; under 3 minutes on 2 cores): the
+# autocast tests, AMP training of every pipeline, full-profile step rates and the throughput comparisons.
+gpu-check-quick: export HAPREF_DATA := $(CURDIR)/_build/hapref-data
+gpu-check-quick: $(STAMP)
+	mkdir -p _build
+	$(PY) benchmarks/gpu_check.py --device cpu --quick --out _build/gpu-check-cpu.json
 
 # Re-executes chapters in place, each against its own cold data cache, to refresh the stored outputs that
 # `make test` checks: `make outputs` or `make outputs CHAPTERS=book/03_comparing_videos.ipynb`.
