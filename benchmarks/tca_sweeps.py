@@ -42,6 +42,15 @@ Stored (the book's sweep layout):
 * ``untrained[data seed]``: every training-free similarity of the chapter on the same whitened descriptors —
   cosine of the means, Chamfer and symmetric Chamfer (on the pixel benchmark: on L3-iRMAC and on iMAC)
   (:func:`training_free`).
+* ``untrained[data seed]`` on the edit-subspace benchmark also holds the closed-form baselines (issue 42,
+  :func:`closed_form`): ``view_difference <measure>`` (:class:`hapref.features.ViewDifferenceProjection`, the
+  principal directions of the differences between views of one clip projected out) and ``within_clip_whitening
+  <measure>`` (:class:`hapref.features.WithinClipWhitening`), both fitted on the instance's unlabeled training
+  views without labels or gradients and applied to the whitened descriptors, each also fitted on the first 64
+  clips only (``_64``, the clip curve's smallest point); and ``tmk``, the temporal match kernel
+  (:func:`hapref.similarity.temporal_match_kernel`) on the whitened descriptors.
+* ``validation``: the settings of those baselines, chosen on data seed :data:`VALIDATION_SEED` (an instance used
+  for nothing else) by :func:`tune_on_validation`, with every score of the search.
 * ``claims``: :data:`CLAIMS` (:data:`STOCK_CLAIMS` for the stock file), each checked by
   ``hapref.stats.claim_holds`` (``tests/test_sweep_claims.py``, ``tests/test_tca_sweeps.py``).
 
@@ -73,6 +82,33 @@ the ideal per-frame map (projection off the true subspace) plus the clip  Chamfe
 In every design the context-free control scored TCA_f at least as high as the encoder's own output whenever
 training paid: self-attention blends frames that Chamfer wants sharp, and TCA_c (a mean) is unchanged by it. The
 chapter reports this as measured.
+
+Closed-form and temporal-kernel baselines (issue 42; float64, measured after the trained rows above were stored).
+Settings chosen on the validation instance (data seed 10): the projection's rank over 8, 16, ..., 56 by Chamfer
+mAP (0.552, 0.636, 0.692, 0.783, 0.861, **0.984 at 48**, 0.913: the rank of the design's edit subspace);
+TMK's period over 24 / 32 / 48 frames and β over 4, 16, 64, 256, 1024 (m = P / 2 frequencies): the sharper the
+kernel the better (period 24: 0.501, 0.756, 0.862, 0.896, **0.902**), i.e. TMK at its limit of exact frame
+alignment at the best offset. Within-clip whitening has nothing to choose (its floor, 1e-6 of the mean
+eigenvalue, was not searched). On the stored instances 0 / 1 (DSVR mAP):
+
+==========================================================  ===================  ====================
+training-free method                                         all 1,024 clips      first 64 clips
+==========================================================  ===================  ====================
+PCA whitening (the pipeline's input), symmetric Chamfer      0.612 / 0.623        -
+view-difference projection (rank 48), cosine / Chamfer /     0.900 / 0.886,       0.806 / 0.798,
+  symmetric Chamfer                                          0.975 / 0.986,       0.978 / 0.970,
+                                                             0.990 / 0.989        0.987 / 0.987
+within-clip whitening, cosine / Chamfer / symmetric Chamfer  0.818 / 0.769,       0.709 / 0.685,
+                                                             0.981 / 0.985,       0.975 / 0.976,
+                                                             **0.993 / 0.993**    0.984 / 0.983
+TMK (period 24, β = 1024), on the PCA-whitened descriptors   0.945 / 0.930        -
+==========================================================  ===================  ====================
+
+Trained TCA_f (0.896-0.937 over 10 runs) and the best trained row (bank 0 + in-batch, 0.930-0.964) stay below
+within-clip whitening on every run, TCA with 64 clips (0.80-0.84) below its 64-clip fit, TCA_c (0.50-0.60) below
+the projection's cosine of the means, and TCA_f below TMK on every run. The benchmark is a linear problem (edits
+in a fixed subspace, shared by all clips): the within-clip covariance of view pairs estimates that subspace from
+second moments, which is the answer contrastive training of a per-frame map converges towards.
 
 Designs tried, the stock benchmark (float32 exploration, seed 0, data seed 0; TCA_f / TCA_c):
 
@@ -113,8 +149,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared benchmark helpers
 from measure import SweepFile, sweep_arithmetic  # noqa: E402
 
+from hapref.features import ViewDifferenceProjection, WithinClipWhitening
+from hapref.metrics import map_and_micro_ap
+from hapref.similarity import temporal_match_kernel
 from hapref.train import fit
-from hapref.train.tca import MEASURES, PROFILES, TCATask, Variant, baseline_metrics, config_for
+from hapref.train.tca import (MEASURES, PROFILES, TCATask, Variant, baseline_metrics, config_for, frame_scores,
+                              prepare_data)
 from hapref.utils import seed_everything
 
 PROFILE = "edits"
@@ -152,15 +192,24 @@ TABLE1 = ["lstm", "gru", "netvlad", "bank16", "bank0_in_batch", "in_batch", "tri
 #: the recurrent aggregators, in TCA_c and TCA_f. Training does not beat the training-free similarities there.
 STOCK_CLAIMS: list[dict] = [{"better": "tca", "worse": w, "metric": m, "margin": 0.05}
                             for w in ("lstm", "gru") for m in ("mAP", "mAP_c")]
-#: The edit-subspace sweep's claims (``book/data/tca_sweeps.json``). The first was decided with the design, before
-#: any run: TCA_f of the trained encoder above the best training-free similarity (symmetric Chamfer on both
-#: instances). The others were set after the runs: every Table 1 ordering that all 10 paired runs separate with a
-#: mean gap of at least 0.05 (chapter 6 reports the rest, and which of these reverse the paper). Before storing,
-#: every claim was re-checked on seeds 5-7 of two unused instances (data seeds 2 and 3): all held, each ordering
-#: on every run; the margins are set below the smallest mean gap seen there (bank16: 0.039 on instance 3, so 0.02;
-#: InfoNCE at 1/256, momentum 0.999 and InfoNCE at 0.07: 0.057-0.069, so 0.03).
+#: The edit-subspace sweep's claims (``book/data/tca_sweeps.json``). The headline compares the paper's configuration
+#: with the best training-free entry of all, within-clip whitening + symmetric Chamfer on both instances (issue 42):
+#: training LOSES, so the claim is stated that way round, with the closed-form fit on 64 clips against TCA on the
+#: same 64 clips, the projection's cosine of the means against TCA_c, TMK against TCA_f, and within-clip whitening
+#: against the best trained row (bank 0 + in-batch). The trained orderings were set after the runs: every Table 1
+#: ordering that all 10 paired runs separate with a mean gap of at least 0.05 (chapter 6 reports the rest, and which
+#: of these reverse the paper). Before storing, every claim was re-checked on seeds 5-7 of two unused instances
+#: (data seeds 2 and 3): all held, each ordering on every run; the margins are set below the smallest mean gap seen
+#: there (bank16: 0.039 on instance 3, so 0.02; InfoNCE at 1/256, momentum 0.999 and InfoNCE at 0.07: 0.057-0.069,
+#: so 0.03; the closed-form claims: see the module docstring).
 CLAIMS: list[dict] = [
-    {"better": "tca", "worse": "untrained:symmetric_chamfer", "metric": "mAP", "margin": 0.05},
+    {"better": "untrained:within_clip_whitening symmetric_chamfer", "worse": "tca", "metric": "mAP", "margin": 0.05},
+    {"better": "untrained:within_clip_whitening symmetric_chamfer", "worse": "bank0_in_batch", "metric": "mAP",
+     "margin": 0.02},
+    {"better": "untrained:within_clip_whitening_64 symmetric_chamfer", "worse": "tca_clips64", "metric": "mAP",
+     "margin": 0.1},
+    {"better": "untrained:view_difference cosine", "worse": "tca", "metric": "mAP_c", "margin": 0.2},
+    {"better": "untrained:tmk", "worse": "tca", "metric": "mAP", "margin": 0.01},
     *({"better": "tca", "worse": w, "metric": m, "margin": 0.05} for w in ("lstm", "gru") for m in ("mAP", "mAP_c")),
     {"better": "tca", "worse": "netvlad", "metric": "mAP_c", "margin": 0.05},
     {"better": "tca", "worse": "infonce", "metric": "mAP", "margin": 0.03},
@@ -196,6 +245,76 @@ def training_free(profile: str, data_seed: int) -> dict:
                 for m, v in baseline_metrics(p, "l3irmac").items()}
     names = {"l3irmac": "L3-iRMAC", "imac": "iMAC"}
     return {f"{names[pool]} {m}": _round(v) for pool in names for m, v in baseline_metrics(p, pool).items()}
+
+
+#: The data seed on which the training-free settings (the projection's rank, TMK's period and β) are chosen:
+#: an instance used for nothing else (the stored instances are 0 and 1, the claims' re-checks used 2 and 3).
+VALIDATION_SEED = 10
+#: TMK settings searched on the validation instance: period P in frames (>= 2 × 12 - 1, so offsets of two
+#: 12-frame views do not wrap around) × concentration β, with every frequency below Nyquist (m = P // 2).
+TMK_PERIODS = (24, 32, 48)
+TMK_BETAS = (4.0, 16.0, 64.0, 256.0, 1024.0)
+#: Clips of the small fit: the smallest point of the clip curve (``tca_clips64``, the same first 64 clips).
+FEW_CLIPS = 64
+
+
+def _ranks(dim: int) -> list[int]:
+    """The projection ranks searched: every eighth of the descriptor size below it (8, 16, …, 56 for 64-d)."""
+    step = max(dim // 8, 1)
+    return list(range(step, dim, step))
+
+
+def _measures(d, transform=None) -> dict:
+    """mAP / μAP of every measure of ``MEASURES`` on ``d``'s benchmark, the descriptors mapped by ``transform``."""
+    q, db = (d.queries, d.database) if transform is None else (transform(d.queries), transform(d.database))
+    return {m: map_and_micro_ap(frame_scores(q, db, d.query_valid, d.database_valid, m), d.relevance)
+            for m in MEASURES}
+
+
+def tune_on_validation(profile: str = PROFILE) -> dict:
+    """Choose the training-free settings on :data:`VALIDATION_SEED` (descriptor profiles only).
+
+    The projection's ``rank`` (:class:`~hapref.features.ViewDifferenceProjection`, fitted on all training clips)
+    maximises Chamfer mAP (TCA_f's measure) over :func:`_ranks`; TMK's ``(period, beta)`` maximise its mAP over
+    :data:`TMK_PERIODS` × :data:`TMK_BETAS`. Returns the choice and every score of the search.
+    """
+    d = prepare_data(_settings(profile, None, VALIDATION_SEED))
+    ranks = {}
+    for rank in _ranks(d.train.shape[-1]):
+        proj = ViewDifferenceProjection.fit(d.train, rank=rank)
+        ranks[str(rank)] = round(float(_measures(d, proj)["chamfer"]["mAP"]), 6)
+    tmk = {}
+    for period in TMK_PERIODS:
+        for beta in TMK_BETAS:
+            scores = temporal_match_kernel(d.queries, d.database, d.query_valid, d.database_valid, period=period,
+                                           frequencies=period // 2, beta=beta)
+            tmk[f"{period} {beta:g}"] = round(float(map_and_micro_ap(scores, d.relevance)["mAP"]), 6)
+    rank = int(max(ranks, key=lambda k: (ranks[k], -int(k))))
+    period, beta = max(tmk, key=lambda k: tmk[k]).split()
+    return {"data_seed": VALIDATION_SEED, "view_difference_rank": rank, "tmk_period": int(period),
+            "tmk_beta": float(beta), "chamfer_mAP_by_rank": ranks, "tmk_mAP_by_period_beta": tmk}
+
+
+def closed_form(profile: str, data_seed: int, settings: dict) -> dict:
+    """The view-pair estimators and TMK on one descriptor instance, with the validation ``settings``.
+
+    ``"view_difference <measure>"`` (rank from validation) and ``"within_clip_whitening <measure>"`` fitted on the
+    instance's unlabeled training views (all clips; ``_64``: the first :data:`FEW_CLIPS`, as ``tca_clips64``),
+    applied to the PCA-whitened descriptors the encoder gets; ``"tmk"`` on those descriptors themselves.
+    """
+    d = prepare_data(_settings(profile, None, data_seed))
+    out = {}
+    for suffix, train in (("", d.train), (f"_{FEW_CLIPS}", d.train[:FEW_CLIPS])):
+        fits = {"view_difference": ViewDifferenceProjection.fit(train, rank=settings["view_difference_rank"]),
+                "within_clip_whitening": WithinClipWhitening.fit(train)}
+        for name, transform in fits.items():
+            for m, v in _measures(d, transform).items():
+                out[f"{name}{suffix} {m}"] = v
+    period = settings["tmk_period"]
+    scores = temporal_match_kernel(d.queries, d.database, d.query_valid, d.database_valid, period=period,
+                                   frequencies=period // 2, beta=settings["tmk_beta"])
+    out["tmk"] = map_and_micro_ap(scores, d.relevance)
+    return {k: _round({**v, "mAP_c": v["mAP"], "uAP_c": v["uAP"]}) for k, v in out.items()}
 
 
 def _row(metrics: dict) -> dict:
@@ -251,6 +370,15 @@ def main(argv: list[str] | None = None) -> int:
                                       "dtype": str(dtype).removeprefix("torch.")}))
         sweep = SweepFile(args.out, meta, CLAIMS_BY_PROFILE[args.profile])
         sweep.ensure_untrained(args.data_seed, lambda: training_free(args.profile, args.data_seed))
+        if _settings(args.profile, None, 0).descriptors is not None:   # the closed-form baselines (issue 42)
+            if sweep.data.get("validation", {}).get("data_seed") != VALIDATION_SEED:
+                value, wall, cpu = sweep.timed(lambda: tune_on_validation(args.profile))
+                sweep.add("validation", value, wall, cpu)
+            stored = sweep.data["untrained"][str(args.data_seed)]
+            if not any(k.startswith("view_difference") for k in stored):
+                value, wall, cpu = sweep.timed(lambda: closed_form(args.profile, args.data_seed,
+                                                                   sweep.data["validation"]))
+                sweep.add("untrained", {str(args.data_seed): {**stored, **value}}, wall, cpu)
         sweep.run_missing(args.variants, args.seeds, args.data_seed,
                           lambda variant, seed: run_one(args.profile, variant, seed, args.data_seed, args.steps),
                           lambda row: f"TCA_f mAP={row.get('mAP', float('nan')):.4f} "

@@ -17,6 +17,9 @@ HEADLINE = ("tca", "untrained_network", "infonce")
 
 
 MEASURES = ("cosine", "chamfer", "symmetric_chamfer")
+#: The closed-form view-pair estimators (all clips and the first 64) under every measure, and TMK (issue 42).
+CLOSED_FORM = {f"{e}{n} {m}" for e in ("view_difference", "within_clip_whitening") for n in ("", "_64")
+               for m in MEASURES} | {"tmk"}
 
 
 def test_pixel_smoke_sweep_names_both_features(tmp_path) -> None:
@@ -39,7 +42,8 @@ def test_smoke_sweep_appends_resumes_and_names_its_scores(tmp_path, monkeypatch)
             "netvlad", "tca_clips64"]
     assert sweeps.main([*args, "--seeds", "0"]) == 0
     first = json.loads(out.read_text())
-    assert set(first["untrained"]["0"]) == set(MEASURES)
+    assert set(first["untrained"]["0"]) == set(MEASURES) | CLOSED_FORM
+    assert first["validation"]["data_seed"] == sweeps.VALIDATION_SEED not in (0, 1, 2, 3)
     for scores in first["untrained"]["0"].values():      # one training-free score under both names
         assert scores["mAP"] == scores["mAP_c"] and scores["uAP"] == scores["uAP_c"]
     for variant, runs in first["runs"].items():
@@ -82,13 +86,24 @@ def test_stored_sweep_holds_what_chapter_6_reads() -> None:
     sweeps = load_benchmark("tca_sweeps")
     stored = json.loads(sweeps.OUTS["edits"].read_text())
     assert stored["profile"] == sweeps.PROFILE == "edits" and stored["claims"] == sweeps.CLAIMS
-    _check_layout(stored, sweeps, set(MEASURES), {0: 3, 1: 3})
+    _check_layout(stored, sweeps, set(MEASURES) | CLOSED_FORM, {0: 3, 1: 3})
     assert set(sweeps.HEADLINE + sweeps.TABLE1) <= set(stored["runs"])
     for claim in stored["claims"]:             # a claim against training-free names the best of them
         if claim["worse"].startswith("untrained:"):
             name = claim["worse"].split(":", 1)[1]
             for methods in stored["untrained"].values():
                 assert max(methods, key=lambda m: methods[m][claim["metric"]]) == name
+    # the headline compares the paper's configuration with the best training-free entry of all (here: above it)
+    best = {max(methods, key=lambda m: methods[m]["mAP"]) for methods in stored["untrained"].values()}
+    assert len(best) == 1
+    assert {"better": f"untrained:{best.pop()}", "worse": "tca", "metric": "mAP", "margin": 0.05} in stored["claims"]
+    # the settings were chosen on the validation instance, and the stored entries are what they give
+    validation = stored["validation"]
+    assert validation["data_seed"] == sweeps.VALIDATION_SEED
+    ranks = validation["chamfer_mAP_by_rank"]
+    assert validation["view_difference_rank"] == int(max(ranks, key=ranks.get))
+    tmk = validation["tmk_mAP_by_period_beta"]
+    assert f"{validation['tmk_period']} {validation['tmk_beta']:g}" == max(tmk, key=tmk.get)
 
 
 def test_stored_stock_sweep_keeps_its_claims() -> None:
@@ -98,3 +113,15 @@ def test_stored_stock_sweep_keeps_its_claims() -> None:
     _check_layout(stored, sweeps, {f"{f} {m}" for f in ("L3-iRMAC", "iMAC") for m in MEASURES}, {0: 3})
     for claim in stored["claims"]:
         assert claim_holds(stored, claim), (claim, claim_gaps(stored, claim))
+
+
+def test_stored_closed_form_entries_reproduce() -> None:
+    """Instance 0's closed-form entries, recomputed with the stored validation settings, equal the stored ones."""
+    sweeps = load_benchmark("tca_sweeps")
+    stored = json.loads(sweeps.OUTS["edits"].read_text())
+    with sweeps.sweep_arithmetic(threads=1):
+        again = sweeps.closed_form("edits", 0, stored["validation"])
+    assert set(again) == CLOSED_FORM
+    for name, metrics in again.items():
+        for key, value in metrics.items():
+            assert abs(value - stored["untrained"]["0"][name][key]) < 1e-6, (name, key)
