@@ -6,6 +6,7 @@
     python benchmarks/radial_sweeps.py --seeds 0 1 2 --data-seed 0 --variants radial_e2e radial_short
     python benchmarks/radial_sweeps.py --tune --variants --data-seed 0     # descriptors: validation, then seed 0
     python benchmarks/radial_sweeps.py --variants --data-seed 1            # descriptors on seed 1
+    python benchmarks/radial_sweeps.py --curves --variants radial triplet --data-seed 0   # add curves
     python benchmarks/radial_sweeps.py --profile smoke --steps 2 --seeds 0 --variants radial --out /tmp/s.json
 
 The benchmark is the ``"motion"`` profile of :mod:`hapref.train.radial`: 4 photos (classes), each filmed over one
@@ -40,6 +41,10 @@ Stored (the book's sweep layout):
   (least-squares slope per dimension), ``"mean+pyramid"`` (temporal pyramid), and ``"mean+differences_safe"``
   (the frame differences at :data:`TUNED_SAFE`, the best weight that keeps the validation class MAP at 1).
 * ``validation``: the descriptor grid scored on the validation instance (``--tune``, below).
+* ``runs[variant][k]["curve"]``: ``[[step, fine_MAP], ...]`` every :data:`CURVE_EVERY` steps of a trained
+  frozen-CNN run (the layout of ``hapvr_sweeps.json``). Evaluating draws no random number, so a run with its
+  curve is the same run: ``--curves`` re-runs each stored row that has none, checks that the final metrics
+  equal the stored ones digit for digit, and only then adds the curve (issue 41, item 3).
 * ``claims``: :data:`CLAIMS`, each checked by ``hapref.stats.claim_holds`` (``tests/test_sweep_claims.py``).
 
 Designs tried (seed 0 / 1, data seed 0 unless stated; fine MAP):
@@ -120,6 +125,7 @@ total                                                              82   ≈ 530 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -143,6 +149,8 @@ PROFILE = "motion"
 C_CURVE = (1.5, 2.0, 4.0, 6.0)
 #: The end-to-end comparison's shortened schedule (module docstring: one trainable-CNN step ≈ a frozen run).
 E2E_STEPS, E2E_BATCH = 24, 4
+#: Every trained run of a frozen-CNN variant stores ``"curve": [[step, fine_MAP], ...]`` at this period.
+CURVE_EVERY = 25
 VARIANTS = (*LOSSES, "untrained_network", *(f"radial_c{c:g}" for c in C_CURVE), "radial_e2e", "radial_short")
 METRICS = ("QP", "TP", "NDCG", "MAP", "fine_MAP")
 #: The instance the hand-crafted temporal descriptors are tuned on: used for nothing else (the sweep's
@@ -265,9 +273,34 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
         model = task.build_model().eval()
         with torch.no_grad():
             metrics = task.evaluate(model)
-    else:
-        metrics = fit(task, config, progress=False).metrics
-    return {"seed": seed, "data_seed": data_seed, **_round(metrics)}
+        return {"seed": seed, "data_seed": data_seed, **_round(metrics)}
+    # fine MAP every CURVE_EVERY steps: evaluating draws no random number, so the last step is the same run
+    result = fit(task, dataclasses.replace(config, eval_every=CURVE_EVERY), progress=False)
+    curve = [[int(h["step"]), round(float(h["fine_MAP"]), 6)] for h in result.history if "fine_MAP" in h]
+    return {"seed": seed, "data_seed": data_seed, **_round(result.metrics), "curve": curve}
+
+
+def add_curves(sweep: SweepFile, profile: str, variants: list[str], seeds: list[int], data_seed: int,
+               steps: int | None = None) -> None:
+    """Re-run every stored (variant, seed) of instance ``data_seed`` without a ``"curve"`` and add the curve,
+    after checking that the re-run's final metrics equal the stored row (else SystemExit, nothing changed)."""
+    for variant in variants:
+        if variant in ("untrained_network", "radial_e2e", "radial_short"):
+            continue
+        for row in sweep.data["runs"].get(variant, []):
+            if row["data_seed"] != data_seed or row["seed"] not in seeds or "curve" in row:
+                continue
+            again, wall, cpu = sweep.timed(lambda: run_one(profile, variant, row["seed"], data_seed, steps))
+            differ = {m: (row[m], again[m]) for m in METRICS if row[m] != again[m]}
+            if differ:
+                raise SystemExit(f"{variant} seed {row['seed']} data seed {data_seed}: the re-run differs from "
+                                 f"the stored row {differ}; its curve is not added")
+            row["curve"] = again["curve"]
+            for key, spent in (("wall_seconds", wall), ("cpu_seconds", cpu)):
+                sweep.data[key] = round(sweep.data[key] + spent, 1)
+            sweep.write()
+            print(f"{variant} seed={row['seed']} data_seed={data_seed}: curve added ({wall:.1f} s)",
+                  file=sys.stderr, flush=True)
 
 
 def _short_run(profile: str, variant: str, seed: int, data_seed: int, steps: int | None) -> dict:
@@ -292,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS[:len(LOSSES) + 1]), choices=VARIANTS)
     parser.add_argument("--steps", type=int, default=None, help="override the profile's training steps (tests)")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
+    parser.add_argument("--curves", action="store_true",
+                        help="add the fine-MAP curve to stored runs without one (re-run, checked equal)")
     parser.add_argument("--tune", action="store_true",
                         help=f"score the descriptor grid on the validation data seed {VALIDATION_DATA_SEED} first")
     args = parser.parse_args(argv)
@@ -312,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
         if missing:                                   # new training-free methods join the stored ones
             value, wall, cpu = sweep.timed(lambda: training_free(args.profile, args.data_seed, missing))
             sweep.add("untrained", {str(args.data_seed): {**stored, **value}}, wall, cpu)
+        if args.curves:
+            add_curves(sweep, args.profile, args.variants, args.seeds, args.data_seed, args.steps)
         sweep.run_missing(args.variants, args.seeds, args.data_seed,
                           lambda variant, seed: run_one(args.profile, variant, seed, args.data_seed, args.steps),
                           lambda row: f"fine_MAP={row['fine_MAP']:.4f} QP={row['QP']:.4f}")

@@ -79,3 +79,25 @@ def test_tune_and_chosen_on_the_smoke_profile():
     for name, (options, weight) in sweeps.chosen(rows, class_safe=True).items():
         assert next(r for r in rows if r["descriptor"] == name and r["options"] == options
                     and r["weight"] == weight)["MAP"] == 1.0
+
+
+def test_curves_are_stored_and_added_to_old_rows(tmp_path):
+    sweeps = _script()
+    out = tmp_path / "c.json"
+    base = ["--profile", "smoke", "--steps", "4", "--seeds", "0", "--out", str(out)]
+    assert sweeps.main([*base, "--variants", "radial", "untrained_network"]) == 0
+    data = json.loads(out.read_text())
+    row = data["runs"]["radial"][0]
+    assert "curve" not in data["runs"]["untrained_network"][0]
+    assert row["curve"][-1] == [4, row["fine_MAP"]]                      # the last point is the stored run
+    del row["curve"]                                                      # a row stored before curves existed
+    out.write_text(json.dumps(data))
+    assert sweeps.main([*base, "--variants", "radial", "--curves"]) == 0
+    assert json.loads(out.read_text())["runs"]["radial"][0] == {**row, "curve": [[4, row["fine_MAP"]]]}
+    row["fine_MAP"] += 0.1                                                # a re-run that differs is refused
+    out.write_text(json.dumps(data))
+    try:
+        sweeps.main([*base, "--variants", "radial", "--curves"])
+        raise AssertionError("a differing re-run must stop the sweep")
+    except SystemExit as stop:
+        assert "differs" in str(stop)
