@@ -87,19 +87,30 @@ def claim_gaps(sweep: dict, claim: dict) -> list[float]:
     ``sweep`` holds ``"runs": {variant: [{"seed", "data_seed", metric…}]}`` and ``"untrained": {data seed:
     {name: {metric…}}}``; ``claim`` is ``{"better", "worse", "metric", "margin"}`` where either side may be
     ``"untrained:<name>"`` (a training-free method, one value per data seed, paired with every run on that
-    instance of the benchmark). Runs are paired by ``(seed, data_seed)``; a run missing on one side is an error.
+    instance of the benchmark; ``"untrained:best"``: the best training-free value of that instance in the
+    claim's metric, whichever method has it). Runs are paired by ``(seed, data_seed)``; a run missing on one
+    side is an error.
 
     Examples:
         >>> sweep = {"runs": {"a": [{"seed": 0, "data_seed": 0, "mAP": 0.8}, {"seed": 1, "data_seed": 0, "mAP": 0.7}]},
         ...          "untrained": {"0": {"chamfer": {"mAP": 0.6}}}}
         >>> [round(g, 3) for g in claim_gaps(sweep, {"better": "a", "worse": "untrained:chamfer", "metric": "mAP"})]
         [0.2, 0.1]
+        >>> sweep["untrained"]["0"]["dtw"] = {"mAP": 0.75}
+        >>> [round(g, 3) for g in claim_gaps(sweep, {"better": "a", "worse": "untrained:best", "metric": "mAP"})]
+        [0.05, -0.05]
     """
+    def untrained(d: int, method: str) -> float:
+        methods, metric = sweep["untrained"][str(d)], claim["metric"]
+        if method == "best" and "best" not in methods:
+            return max(m[metric] for m in methods.values())
+        return methods[method][metric]
+
     def values(name: str) -> dict[tuple[int, int], float]:
         if name.startswith("untrained:"):
             method = name.split(":", 1)[1]
             keys = {(r["seed"], r["data_seed"]) for runs in sweep["runs"].values() for r in runs}
-            return {(s, d): sweep["untrained"][str(d)][method][claim["metric"]] for s, d in keys}
+            return {(s, d): untrained(d, method) for s, d in keys}
         if name not in sweep["runs"]:
             raise KeyError(f"claim names variant {name!r}, which the sweep does not hold")
         return {(r["seed"], r["data_seed"]): r[claim["metric"]] for r in sweep["runs"][name]}
