@@ -281,7 +281,7 @@ def test_pml_wrappers_pass_the_reduction_through():
     each = pml.QuadLinearAP(reduction="none")(emb, labels)
     assert each.shape == (8,)
     torch.testing.assert_close(pml.QuadLinearAP()(emb, labels), each.mean())
-    torch.testing.assert_close(pml.Circle(scale=32.0, reduction="sum")(emb, labels),
+    torch.testing.assert_close(pml.Circle(margin=0.25, scale=32.0, reduction="sum")(emb, labels),
                                Circle(scale=32.0, reduction="none").on_embeddings(emb, labels).sum())
 
 
@@ -292,7 +292,7 @@ EVERY_LOSS_CLASS = [*RANKING.values(), InfoNCE, SSHN, *MEMORY_BANK.values(), *(c
 @pytest.mark.parametrize("make", EVERY_LOSS_CLASS)
 @pytest.mark.parametrize("bad", ["avg", "Mean", None, "batchmean"])
 def test_an_invalid_reduction_names_the_argument_and_the_allowed_values(make, bad):
-    with pytest.raises(ValueError, match=r"reduction must be 'mean', 'sum' or 'none', got"):
+    with pytest.raises(ValueError, match=r"reduction must be 'mean', 'sum' or 'none'( \(or 'avg_nonzero', PML's AvgNonZeroReducer\))?, got"):
         make(reduction=bad)
 
 
