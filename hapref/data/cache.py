@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import multiprocessing
 import os
 import warnings
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
+from tqdm.auto import tqdm
 
 from hapref.files import CorruptFileError, load_verified, set_aside
 
@@ -89,3 +94,103 @@ def load_cached(path: str | os.PathLike) -> dict[str, Any] | None:
         aside = set_aside(path)
         warnings.warn(f"{err}; set aside as {aside.name}, regenerating", stacklevel=2)
         return None
+
+
+def data_workers(workers: int | None = None) -> int:
+    """How many processes prepare data: ``workers`` if given, else ``$HAPREF_DATA_WORKERS``, else the CPU cores.
+
+    Examples:
+        >>> data_workers(3)
+        3
+        >>> data_workers() >= 1
+        True
+    """
+    if workers is None:
+        workers = int(os.environ.get("HAPREF_DATA_WORKERS") or os.cpu_count() or 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1 (HAPREF_DATA_WORKERS likewise), got {workers!r}")
+    return workers
+
+
+_WORKER_STATE: Any = None
+
+
+def _worker_init(dtype: torch.dtype, setup: Callable[..., Any], args: tuple) -> None:
+    global _WORKER_STATE
+    torch.set_num_threads(1)
+    torch.set_default_dtype(dtype)
+    _WORKER_STATE = setup(*args)
+
+
+def _worker_call(fn: Callable[[Any, Any], Any], item: Any) -> Any:
+    return fn(_WORKER_STATE, item)
+
+
+def parallel_map(fn: Callable[[Any, Any], Any], items: Sequence[Any], setup: Callable[..., Any],
+                 setup_args: tuple = (), workers: int | None = None, progress: bool = False, desc: str = "",
+                 min_items: int = 4) -> list[Any]:
+    """``[fn(state, item) for item in items]`` over ``workers`` processes, in order, with a progress bar and ETA.
+
+    ``state = setup(*setup_args)`` is built once per process (a benchmark loaded from its cache, a frozen CNN).
+    Every call runs on one torch thread with the caller's default dtype, in the worker processes and in this
+    one alike, so the results are the same bytes for any number of workers (``workers=1``, or fewer than
+    ``min_items`` items, runs in this process). Workers are spawned, not forked: ``fn`` and ``setup`` must be
+    module-level functions and their arguments picklable.
+
+    Examples:
+        >>> parallel_map(lambda state, x: state + x, [1, 2, 3], setup=lambda: 10, workers=1)
+        [11, 12, 13]
+    """
+    items = list(items)
+    workers = min(data_workers(workers), len(items))
+    bar = tqdm(total=len(items), desc=desc, disable=not progress, dynamic_ncols=True)
+    try:
+        if workers <= 1 or len(items) < min_items:
+            previous = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                state, out = setup(*setup_args), []
+                for item in items:
+                    out.append(fn(state, item))
+                    bar.update()
+            finally:
+                torch.set_num_threads(previous)
+            return out
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
+                                 initargs=(torch.get_default_dtype(), setup, setup_args)) as pool:
+            futures = [pool.submit(_worker_call, fn, item) for item in items]
+            for future in as_completed(futures):
+                future.result()                       # a worker's error surfaces here, at once
+                bar.update()
+            return [future.result() for future in futures]
+    finally:
+        bar.close()
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock on ``<path>.lock`` inside the block (``fcntl.flock``; a no-op where there is none).
+
+    Two processes preparing the same cache file take turns: the second finds the first's file when it gets the
+    lock, and neither writes over the other.
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d, file_lock(Path(d) / "features.pt"):
+        ...     sorted(p.name for p in Path(d).iterdir())
+        ['features.pt.lock']
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:                                   # Windows: no advisory locks, atomic writes only
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -24,10 +24,9 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from hapref.data.benchmark import build_copy_benchmark
-from hapref.data.cache import config_key, data_root, load_cached, source_digest
+from hapref.data.cache import config_key, data_root, file_lock, load_cached, parallel_map, source_digest
 from hapref.data import augment as augment_module, views as views_module
 from hapref.data.feature_views import feature_batch, held_out_copies, read_feature_videos
 from hapref.data.views import FrameClips, s2vs_batch
@@ -445,35 +444,49 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
     key = config_key({"hapvr": DATA_VERSION, "data": data_fields, "benchmark": bench.fingerprint()[:16],
                       "code": code})
     path = data_root() / "hapvr" / f"features-{profile}-{key}.pt"
-    cached = load_cached(path)          # None when absent or damaged (then regenerated)
-    if cached is not None and set(cached) == {f.name for f in fields(HAPVRData)}:
-        return HAPVRData(**cached)
-    encode = FrameEncoder(p, bench.config.frame_size)
-    n_clips = min(p.train_clips, len(clip_source(bench, p)))
-    regions, teacher, labels = [], [], []
-    for b in tqdm(range(p.view_batches), disable=not progress, desc="training views"):
-        g = torch.Generator().manual_seed(b)
-        picked = pick_clips(bench, n_clips, p.batch_videos, g, p.pair_batches)
-        r, t, lab = encode.batch(training_clips(bench, p, picked),
-                                 p.frames, g, shuffle=p.shuffle_views)
-        regions.append(r)
-        teacher.append(t)
-        labels.append(lab)
-    train = torch.stack(regions)
-    whitening = PCAWhitening.fit(train, dim=min(p.whiten_dim, train.shape[-1]))
-
-    def eval_features(videos: list[Tensor]) -> tuple[Tensor, Tensor]:
-        feats = [whitening(encode(v[::p.stride])[0]) for v in tqdm(videos, disable=not progress, desc="eval videos")]
-        return pad_videos(feats)
-
-    queries, query_valid = eval_features(bench.queries.videos)
-    database, database_valid = eval_features(bench.database.videos)
-    data = HAPVRData(train=whitening(train), teacher=torch.stack(teacher), labels=torch.stack(labels),
-                     whitening={k: v.clone() for k, v in whitening.state_dict().items()}, queries=queries,
-                     query_valid=query_valid, database=database, database_valid=database_valid,
-                     relevance=bench.relevance("DSVR"))
-    atomic_torch_save(asdict(data), path)
+    with file_lock(path):               # another process preparing the same file: wait for it, then load it
+        cached = load_cached(path)      # None when absent or damaged (then regenerated)
+        if cached is not None and set(cached) == {f.name for f in fields(HAPVRData)}:
+            return HAPVRData(**cached)
+        # CPU encoders run in worker processes (one thread each: the same bytes for any number of workers)
+        workers = 1 if get_device().type != "cpu" else None
+        views = parallel_map(_view_batch, range(p.view_batches), _encoder_state, (p,), workers=workers,
+                             progress=progress, desc="training views")
+        train = torch.stack([r for r, _, _ in views])
+        whitening = PCAWhitening.fit(train, dim=min(p.whiten_dim, train.shape[-1]))
+        keys = [("queries", i) for i in range(len(bench.queries.videos))] + \
+               [("database", i) for i in range(len(bench.database.videos))]
+        encoded = parallel_map(_eval_video, keys, _encoder_state, (p,), workers=workers, progress=progress,
+                               desc="eval videos")
+        queries, query_valid = pad_videos([whitening(x) for x in encoded[:len(bench.queries.videos)]])
+        database, database_valid = pad_videos([whitening(x) for x in encoded[len(bench.queries.videos):]])
+        data = HAPVRData(train=whitening(train), teacher=torch.stack([t for _, t, _ in views]),
+                         labels=torch.stack([lab for _, _, lab in views]),
+                         whitening={k: v.clone() for k, v in whitening.state_dict().items()}, queries=queries,
+                         query_valid=query_valid, database=database, database_valid=database_valid,
+                         relevance=bench.relevance("DSVR"))
+        atomic_torch_save(asdict(data), path)
     return data
+
+
+def _encoder_state(p: HAPVRProfile) -> tuple:
+    """What each data worker builds once: the profile, its benchmark (from the cache), encoder and clip count."""
+    bench = build_copy_benchmark(p.benchmark, seed=p.benchmark_seed)
+    return p, bench, FrameEncoder(p, bench.config.frame_size), min(p.train_clips, len(clip_source(bench, p)))
+
+
+def _view_batch(state: tuple, b: int) -> tuple[Tensor, Tensor, Tensor]:
+    """View batch ``b`` of the pool: regions, teacher embeddings and labels (its own generator, seeded ``b``)."""
+    p, bench, encode, n_clips = state
+    g = torch.Generator().manual_seed(b)
+    picked = pick_clips(bench, n_clips, p.batch_videos, g, p.pair_batches)
+    return encode.batch(training_clips(bench, p, picked), p.frames, g, shuffle=p.shuffle_views)
+
+
+def _eval_video(state: tuple, key: tuple[str, int]) -> Tensor:
+    """The L3-iMAC regions ``[T, 9, D]`` of one evaluation video (``("queries" | "database", index)``)."""
+    p, bench, encode, _ = state
+    return encode(getattr(bench, key[0]).videos[key[1]][::p.stride])[0]
 
 
 class HAPVRTask:
