@@ -144,3 +144,23 @@ def test_run_folder_network_scores_like_the_trained_model(tmp_path: Path, traine
         load_run_network(tmp_path)
     with pytest.raises(ValueError, match="run folder"):
         load_run_network(tmp_path / "missing")
+
+
+def test_reduced_precision_scores_stay_close_to_float32():
+    """``precision="bfloat16"`` (autocast) is within the 0.02 the docstring states; "tf32" is float32 on the CPU;
+    an unknown precision is refused."""
+    torch.manual_seed(0)
+    net = VideoSimilarityNetwork(dims=64, attention=True, spatial_k=0.0, temporal_k=0.0, signed_scores=True).eval()
+    g = torch.Generator().manual_seed(1)
+    base = torch.nn.functional.normalize(torch.randn(40, 9, 64, generator=g), dim=-1)
+    noisy = torch.nn.functional.normalize(base + 0.3 * torch.randn(40, 9, 64, generator=g), dim=-1)
+    videos = [{"id": "a", "frames": base}, {"id": "b", "frames": noisy[5:31]},
+              {"id": "c", "frames": torch.nn.functional.normalize(torch.randn(23, 9, 64, generator=g), dim=-1)}]
+    ref = similarities(net, videos[:2], videos, progress=False)
+    tf32 = similarities(net, videos[:2], videos, progress=False, precision="tf32")
+    half = similarities(net, videos[:2], videos, progress=False, precision="bfloat16")
+    assert tf32 == ref
+    assert max(abs(half[q][t] - ref[q][t]) for q in ref for t in ref[q]) < 0.02
+    assert all(isinstance(v, float) for row in half.values() for v in row.values())
+    with pytest.raises(ValueError, match="precision must be one of float32, tf32, bfloat16"):
+        similarities(net, videos[:1], videos, progress=False, precision="fp8")
