@@ -782,3 +782,46 @@ def test_scoring_runs_in_inference_mode(monkeypatch):
     videos = [{"id": f"v{i}", "frames": torch.nn.functional.normalize(torch.randn(6, 4, 8), dim=-1)} for i in range(2)]
     scoring.similarities(net, videos, videos, progress=False)
     assert seen and all(seen) and not torch.is_inference_mode_enabled()
+
+
+def test_strict_refuses_an_incomplete_evaluation_and_the_warning_names_it(fixture_root, tmp_path, capsys):
+    """Issue 44: ``evaluate(..., strict=True)`` raises and ``--strict`` exits non-zero on a partial file (which
+    otherwise warns, naming the option); a complete file passes either way."""
+    from hapref.evaluation import CoverageWarning
+    from hapref.evaluation.__main__ import main
+    from hapref.evaluation.fixtures import write_features
+    _, sims = _sims("fivr-5k", fixture_root, seed=2)
+    partial = _partial(sims, 20)
+    with pytest.warns(CoverageWarning, match=r"strict=True \(--strict on the command line\) refuses"):
+        evaluate("fivr-5k", partial, fixture_root)
+    with pytest.raises(ValueError, match=r"fivr-5k: incomplete evaluation: .*never retrieved.*strict=True refuses"):
+        evaluate("fivr-5k", partial, fixture_root, strict=True)
+    assert evaluate("fivr-5k", sims, fixture_root, strict=True) == evaluate("fivr-5k", sims, fixture_root)
+    (tmp_path / "partial.json").write_text(json.dumps(partial))
+    (tmp_path / "full.json").write_text(json.dumps(sims))
+    args = ["fivr-5k", "--root", str(fixture_root), "--out", str(tmp_path / "r.json")]
+    assert main([*args, "--similarities", str(tmp_path / "partial.json")]) == 0
+    assert "--strict" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--similarities", str(tmp_path / "partial.json"), "--strict"])
+    assert exit_.value.code == 2 and "incomplete evaluation" in capsys.readouterr().err
+    (tmp_path / "r.json").unlink()
+    with pytest.raises(SystemExit):
+        main([*args, "--similarities", str(tmp_path / "partial.json"), "--strict"])
+    assert not (tmp_path / "r.json").exists()                  # nothing written for a refused evaluation
+    assert main([*args, "--similarities", str(tmp_path / "full.json"), "--strict"]) == 0
+    features = write_features(tmp_path / "f.hdf5", "evve", fixture_root, dims=8, leave_out=20)
+    with pytest.raises(SystemExit):
+        main(["evve", "--features", str(features), "--features-only", "--root", str(fixture_root),
+              "--no-progress", "--strict"])
+
+
+def test_strict_refuses_a_declared_subset_too_whose_warning_is_unchanged(fixture_root):
+    from hapref.evaluation import CoverageWarning
+    ann, sims = _sims("fivr-5k", fixture_root, seed=2)
+    kept = ann.queries + ann.database[::2]
+    with pytest.warns(CoverageWarning) as caught:
+        evaluate("fivr-5k", sims, fixture_root, available=kept)
+    assert "declared subset" in str(caught[0].message) and "strict" not in str(caught[0].message)
+    with pytest.raises(ValueError, match="declared subset"):
+        evaluate("fivr-5k", sims, fixture_root, available=kept, strict=True)

@@ -27,9 +27,10 @@ training run folder, with the preprocessing it records, e.g. its PCA whitening:
 :func:`hapref.train.runs.load_run_scorer`) or ``--features-only`` (two-level Chamfer on the features).
 
 Every evaluation prints its coverage (queries and database videos scored, against the protocol) and warns
-on stderr when it is incomplete; it says whether tied scores could change a value and which tie policy it
-used (``--ties expected``, the default: the expected value over tie orders; ``--ties released``: the
-released evaluators' order). SVD without ``--unlabeled`` is the labelled-pairs-only variant, and says so.
+on stderr when it is incomplete (``--strict`` refuses it instead: exit status 2); it says whether tied
+scores could change a value and which tie policy it used (``--ties expected``, the default: the expected
+value over tie orders; ``--ties released``: the released evaluators' order). SVD without ``--unlabeled`` is
+the labelled-pairs-only variant, and says so.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tie policy: 'expected' (default; the expected value over the orders of tied "
                              "scores, order-independent) or 'released' (the released evaluators' order)")
     parser.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse an incomplete evaluation (exit status 2) instead of warning and scoring it")
     group = parser.add_argument_group("scoring features (instead of --similarities)")
     group.add_argument("--features", type=Path, metavar="FILE.hdf5", help="region features, one dataset per video")
     group.add_argument("--released", choices=("s2vs", "hapvr"), default=None,
@@ -207,7 +210,7 @@ def run_similarities(args: argparse.Namespace) -> Results:
     """
     similarities = read_similarities(args.similarities)
     return evaluate(args.dataset, similarities, args.root, available=_read_ids(args.available),
-                    unlabeled=_read_ids(args.unlabeled), ties=args.ties)
+                    unlabeled=_read_ids(args.unlabeled), ties=args.ties, strict=args.strict)
 
 
 def feature_network(args: argparse.Namespace):
@@ -335,7 +338,8 @@ def run_features(args: argparse.Namespace) -> Results:
     declared = _read_ids(args.available)
     if declared is not None:
         available &= {v.removesuffix(".mp4") for v in declared} | set(declared)
-    return evaluate(args.dataset, sims, args.root, available=available, unlabeled=unlabeled, ties=args.ties)
+    return evaluate(args.dataset, sims, args.root, available=available, unlabeled=unlabeled, ties=args.ties,
+                    strict=args.strict)
 
 
 def _basis(args: argparse.Namespace) -> str:
@@ -351,8 +355,9 @@ def _basis(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv``, run the chosen mode, print the report (and write ``--out``); returns the exit code.
 
-    Errors (unknown dataset, unreadable or refused file, missing annotations) exit with status 2 and a message;
-    an incomplete evaluation and SVD without ``--unlabeled`` are reported on stderr.
+    Errors (unknown dataset, unreadable or refused file, missing annotations, and with ``--strict`` an incomplete
+    evaluation) exit with status 2 and a message; an incomplete evaluation and SVD without ``--unlabeled`` are
+    otherwise reported on stderr.
 
     Examples:
         >>> main(["evve"])

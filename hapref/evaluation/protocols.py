@@ -786,7 +786,7 @@ def _annotations(dataset: str, root: Path, unlabeled: Iterable[str] | None = Non
 
 def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None = None,
              available: Iterable[str] | None = None, *, unlabeled: Iterable[str] | None = None,
-             ties: str = "expected") -> Results:
+             ties: str = "expected", strict: bool = False) -> Results:
     """Evaluate similarities with a benchmark's published protocol; returns the released evaluator's numbers.
 
     Implements the protocols of the module docstring (S2VS / HAP-VR evaluation code, mAP and μAP as in
@@ -810,6 +810,9 @@ def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None 
             list as negatives. Without them SVD is the labelled-pairs-only variant.
         ties: ``"expected"`` (default, order-independent: the expected value over all orders of tied
             scores) or ``"released"`` (the released evaluators' order); see the module docstring.
+        strict: refuse an incomplete evaluation, a declared subset included (a ``ValueError`` carrying the
+            coverage warning's text) instead of warning; ``python -m hapref.evaluation --strict`` exits with
+            status 2 then. The warning for a file with gaps (queries or pairs without a score) names it.
 
     Where the released code has no defined result, hapref chooses: a VCDB query without an available positive
     is skipped (released: NaN), an SVD query missing from ``similarities`` is skipped (released: KeyError), an
@@ -821,11 +824,12 @@ def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None 
         ISVD`` and each with ``_h`` (``fivr_easy_duplicates.txt`` removed); EVVE ``EVVE_mAP EVVE_uAP``;
         CC_WEB_VIDEO ``mAP mAP_star mAP_c mAP_c_star``; SVD ``mAP uAP``; VCDB ``VCDB_mAP VCDB_uAP``; with
         ``.coverage``, ``.ties``, ``.tied`` and ``.details`` (EVVE per event). Warns with
-        :class:`CoverageWarning` when the coverage is incomplete.
+        :class:`CoverageWarning` when the coverage is incomplete (raises with ``strict=True``).
 
     Raises:
         ValueError: unknown dataset or tie policy, wrong tensor shape, NaN scores, a malformed annotation
-            file (named), or a metric without any relevant available video.
+            file (named), a metric without any relevant available video, or (``strict=True``) an incomplete
+            coverage.
         TypeError: similarities of another form.
         FileNotFoundError: the annotation file is not under ``root``.
 
@@ -838,6 +842,11 @@ def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None 
         >>> perfect = evaluate("evve", np.ones((len(queries), len(database))), root)  # every score tied
         >>> sorted(perfect), perfect.coverage.complete, perfect.tied > 0
         (['EVVE_mAP', 'EVVE_uAP'], True, True)
+        >>> one_query = {queries[0]: {v: 1.0 for v in database}}
+        >>> evaluate("evve", one_query, root, strict=True)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: evve: incomplete evaluation: ... of ... queries have no scores: ... (strict=True refuses it)
     """
     dataset = _check_dataset(dataset)
     policy = _Ties(ties)
@@ -883,5 +892,10 @@ def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None 
     out.coverage, out.ties, out.tied, out.details = coverage, policy.policy, policy.mixed, details
     message = coverage.warning()
     if message is not None:
-        warnings.warn(f"{dataset}: {message}", CoverageWarning, stacklevel=2)
+        if strict:
+            raise ValueError(f"{dataset}: {message} (strict=True refuses it)")
+        # a file with gaps names the way to refuse it; a declared subset's warning already says what it is
+        gaps = coverage.queries < coverage.queries_total or coverage.pairs < coverage.pairs_total
+        hint = "; strict=True (--strict on the command line) refuses an incomplete evaluation" if gaps else ""
+        warnings.warn(f"{dataset}: {message}{hint}", CoverageWarning, stacklevel=2)
     return out
