@@ -115,8 +115,6 @@ def test_hamming_index_rejects_bad_input(tmp_path):
         index.search(torch.zeros(1, 3, dtype=torch.uint8), 1)
     with pytest.raises(ValueError, match="16 bits per code"):
         index.search(torch.zeros(1, 8, dtype=torch.uint8), 1)
-    with pytest.raises(ValueError, match="at most the number"):
-        index.search(random_codes(1, 16, 8), 21)
     with pytest.raises(ValueError, match="positive int"):
         index.search(random_codes(1, 16, 8), 0)
     with pytest.raises(ValueError, match="multiple of 8"):
@@ -300,3 +298,68 @@ def test_approximate_vector_index_recall_against_exact(factory, nprobe, floor):
     assert floor <= recall <= 1.0, recall
     with pytest.raises(ValueError, match="index_factory"):
         VectorIndex(db, "NoSuchIndex")
+
+
+# ---------------------------------------------------------------- FAISS conventions (issue 44)
+
+def test_k_beyond_the_index_is_padded_as_faiss_pads():
+    import faiss
+    codes, vectors = random_codes(5, 16, 1), torch.randn(5, 4, generator=torch.Generator().manual_seed(1))
+    for index, raw, pad in [(HammingIndex(codes), faiss.IndexBinaryFlat(16), 2**31 - 1),
+                            (VectorIndex(vectors), faiss.IndexFlatIP(4), -np.finfo(np.float32).max),
+                            (VectorIndex(vectors, ids=[10, 11, 12, 13, 14]), None, -np.finfo(np.float32).max)]:
+        queries = codes[:2] if isinstance(index, HammingIndex) else vectors[:2]
+        distances, ids = index.search(queries, k=8)
+        assert distances.shape == ids.shape == (2, 8)
+        assert (ids[:, 5:] == -1).all() and (ids[:, :5] >= 0).all()
+        assert (distances[:, 5:] == pad).all()
+        first, _ = index.search(queries, k=5)
+        assert torch.equal(distances[:, :5], first)
+        if raw is not None:                                           # FAISS itself, on the same items
+            raw.add(pack_codes(codes).numpy() if isinstance(index, HammingIndex) else vectors.numpy())
+            want = raw.search(pack_codes(queries).numpy() if isinstance(index, HammingIndex) else queries.numpy(), 8)
+            assert np.array_equal(distances.numpy(), want[0]) and np.array_equal(ids.numpy(), want[1])
+
+
+def test_nprobe_is_settable_after_construction():
+    g = torch.Generator().manual_seed(3)
+    vectors = torch.nn.functional.normalize(torch.randn(600, 16, generator=g), dim=1)
+    queries = vectors[:40] + 0.3 * torch.randn(40, 16, generator=g)
+    exact = VectorIndex(vectors).search(queries, 10)[1]
+    for ids in (None, list(range(100, 700))):
+        index = VectorIndex(vectors, "IVF32,Flat", nprobe=32, ids=ids)
+        offset = 0 if ids is None else 100
+        full = index.search(queries, 10)[1] - offset
+        index.nprobe = 1
+        assert index.nprobe == 1
+        one = index.search(queries, 10)[1]
+        assert torch.equal(full, exact) and not torch.equal(one - offset, exact)   # fewer lists: other results
+        index.nprobe = 32
+        assert torch.equal(index.search(queries, 10)[1] - offset, exact)
+    codes = random_codes(400, 32, 4)
+    for ids in (None, list(range(400))):
+        hamming = HammingIndex(codes, nlist=16, nprobe=16, ids=ids)
+        exact_d = hamming.search(codes[:20], 10)[0]
+        hamming.nprobe = 1
+        assert hamming.nprobe == 1 and not torch.equal(hamming.search(codes[:20], 10)[0], exact_d)
+    with pytest.raises(ValueError, match="nprobe must be a positive int"):
+        hamming.nprobe = 0
+    assert VectorIndex(vectors).nprobe is None and HammingIndex(codes).nprobe is None
+    with pytest.raises(ValueError, match="nprobe applies to an inverted-file .IVF. index; this one is IndexFlatIP"):
+        VectorIndex(vectors).nprobe = 4
+
+
+@pytest.mark.parametrize("ids", [["a", "b", "c"], np.array(["a", "b", "c"]), [0, 1, "2"], [0.0, 1.0, 2.0],
+                                 np.array([1, 2, 3], dtype=object).astype(str)])
+def test_non_integer_ids_are_refused_saying_what_is_accepted(ids):
+    with pytest.raises(ValueError, match=r"ids must be .*integer"):
+        VectorIndex(torch.eye(3), ids=ids)
+    with pytest.raises(ValueError, match=r"ids must be .*integer"):
+        HammingIndex(random_codes(3, 8, 0), ids=ids)
+
+
+def test_string_ids_message_names_the_mapping_to_use():
+    with pytest.raises(ValueError, match=r"got str 'a': .*ids=range\(len\(names\)\)"):
+        VectorIndex(torch.eye(2), ids=["a", "b"])
+    assert VectorIndex(torch.eye(2), ids=range(2)).search(torch.eye(2), k=1)[1].flatten().tolist() == [0, 1]
+    assert VectorIndex(torch.eye(2), ids=np.array([4, 5])).search(torch.eye(2), k=1)[1].flatten().tolist() == [4, 5]

@@ -37,6 +37,17 @@ def _out(like: object, *arrays: np.ndarray) -> tuple:
 
 
 def _check_ids(ids: object, count: int) -> np.ndarray:
+    if isinstance(ids, range):
+        ids = list(ids)
+    kind = getattr(getattr(ids, "dtype", None), "kind", None)
+    if isinstance(ids, (list, tuple)):
+        bad = next((v for v in ids if isinstance(v, bool) or not isinstance(v, (int, np.integer))), None)
+    else:
+        bad = next(iter(np.asarray(ids).ravel()[:1]), None) if kind in ("U", "S", "O") else None
+    if bad is not None or kind in ("U", "S", "O"):
+        raise ValueError(f"ids must be non-negative integers (FAISS maps int64 ids), got {type(bad).__name__} "
+                         f"{bad!r}: keep your names in a list and pass ids=range(len(names)) (or any ints >= 0); "
+                         "a result id i is then names[i]")
     t = torch.as_tensor(ids) if isinstance(ids, (list, tuple)) else _as_tensor(ids, "ids")
     if t.ndim != 1 or t.shape[0] != count or t.is_floating_point() or t.dtype == torch.bool:
         raise ValueError(f"ids must be a 1-D integer array with one id per item ({count}), got "
@@ -46,12 +57,17 @@ def _check_ids(ids: object, count: int) -> np.ndarray:
     return np.ascontiguousarray(t.cpu().numpy().astype(np.int64))
 
 
-def _check_k(k: object, size: int) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+def _check_k(k: object) -> int:
+    """``k`` a positive int; beyond the index's size FAISS pads the results (id −1, a sentinel distance)."""
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be a positive int, got {k!r}")
-    if k > size:
-        raise ValueError(f"k must be at most the number of indexed items ({size}), got {k}")
-    return k
+    return int(k)
+
+
+def _check_nprobe(nprobe: object) -> int:
+    if not isinstance(nprobe, (int, np.integer)) or isinstance(nprobe, bool) or nprobe < 1:
+        raise ValueError(f"nprobe must be a positive int, got {nprobe!r}")
+    return int(nprobe)
 
 
 class _IdMapped:
@@ -71,6 +87,46 @@ class _IdMapped:
             tensor([[20]])
         """
         return "IDMap" in type(self._index).__name__
+
+    def _ivf(self):
+        """The inverted-file index inside (through an id map or a pre-transform), or None."""
+        faiss = _faiss()
+        index = self._index
+        binary = isinstance(index, faiss.IndexBinary)
+        if self.has_ids:
+            index = faiss.downcast_IndexBinary(index.index) if binary else faiss.downcast_index(index.index)
+        if binary:
+            return index if hasattr(index, "nprobe") else None
+        try:
+            return faiss.extract_index_ivf(index)
+        except RuntimeError:
+            return None
+
+    @property
+    def nprobe(self) -> int | None:
+        """Inverted lists an IVF index visits per query (None for other indexes); settable at any time,
+        as ``index.nprobe = n`` is in FAISS.
+
+        Examples:
+            >>> index = VectorIndex(torch.randn(64, 4, generator=torch.Generator().manual_seed(0)), "IVF4,Flat")
+            >>> index.nprobe
+            8
+            >>> index.nprobe = 1
+            >>> index.nprobe, VectorIndex(torch.eye(2)).nprobe
+            (1, None)
+        """
+        ivf = self._ivf()
+        return None if ivf is None else int(ivf.nprobe)
+
+    @nprobe.setter
+    def nprobe(self, value: int) -> None:
+        value = _check_nprobe(value)
+        ivf = self._ivf()
+        if ivf is None:
+            kind = type(self._index).__name__
+            raise ValueError(f"nprobe applies to an inverted-file (IVF) index; this one is {kind} "
+                             "(build it with nlist= / an 'IVF...' factory string)")
+        ivf.nprobe = value
 
     def _add(self, items: np.ndarray, ids: object | None) -> None:
         if self.has_ids:
@@ -92,15 +148,16 @@ class HammingIndex(_IdMapped):
             multiple of 8), or with ``packed=True`` [M, bytes] ``uint8`` bytes (:func:`hapref.search.pack_codes`).
         nlist: None for the exact ``IndexBinaryFlat``; an int for ``IndexBinaryIVF`` with that many
             lists, trained on ``codes`` (needs at least ``nlist`` codes; approximate).
-        nprobe: lists visited per query by the IVF index.
+        nprobe: lists visited per query by the IVF index (``index.nprobe = n`` changes it later).
         packed: whether ``codes`` (and later queries) are packed bytes; never guessed from the dtype.
         ids: optional [M] non-negative int ids returned instead of row positions (FAISS ``IndexBinaryIDMap``);
-            then :meth:`add` needs ids too.
+            then :meth:`add` needs ids too. Strings are refused: pass ``range(len(names))`` and index ``names``.
 
     ``search(queries, k)`` returns ``(distances, indices)``, both ``[Q, k]`` int64 tensors, sorted by
     increasing distance in bits; equal distances come by increasing index (FAISS's order).
-    An IVF index only scans ``nprobe`` lists: a query whose lists hold fewer than k codes gets index −1
-    in the missing places (FAISS's convention).
+    Missing places are padded as FAISS pads them, with index −1 and distance ``2**31 − 1`` (int32's largest):
+    every place beyond ``len(self)`` when ``k`` exceeds it, and, for an IVF index that only scans ``nprobe``
+    lists, those a query's lists cannot fill.
 
     Examples:
         >>> import torch
@@ -125,8 +182,7 @@ class HammingIndex(_IdMapped):
         else:
             if not isinstance(nlist, int) or isinstance(nlist, bool) or not 1 <= nlist <= codes.shape[0]:
                 raise ValueError(f"nlist must be an int in [1, number of codes = {codes.shape[0]}], got {nlist!r}")
-            if not isinstance(nprobe, int) or isinstance(nprobe, bool) or nprobe < 1:
-                raise ValueError(f"nprobe must be a positive int, got {nprobe!r}")
+            nprobe = _check_nprobe(nprobe)
             quantizer = faiss.IndexBinaryFlat(self.bits)
             self._index = faiss.IndexBinaryIVF(quantizer, self.bits, nlist)
             self._quantizer = quantizer  # keep the Python object alive with the index
@@ -170,7 +226,7 @@ class HammingIndex(_IdMapped):
         Args:
             queries: codes in the index's packing (``packed=``), ``bits`` as the index; a NumPy array gives
                 NumPy results.
-            k: results per query, 1 ≤ k ≤ ``len(self)``.
+            k: results per query, ≥ 1; places beyond ``len(self)`` hold index −1 and distance ``2**31 − 1``.
             packed: override the index's packing for these queries (None: as the index was built).
 
         Examples:
@@ -185,7 +241,7 @@ class HammingIndex(_IdMapped):
             True
         """
         q = as_packed(queries, "queries", self.bits // 8, packed=self.packed if packed is None else packed)
-        k = _check_k(k, len(self))
+        k = _check_k(k)
         distances, indices = self._index.search(q.numpy(), k)
         return _out(queries, distances.astype(np.int64), indices.astype(np.int64))
 
@@ -279,7 +335,7 @@ class VectorIndex(_IdMapped):
         vectors: [M, D] float database.
         factory: a FAISS ``index_factory`` string with the inner-product metric: ``"Flat"`` (exact, the default),
             ``"IVF64,Flat"`` (inverted lists, trained on ``vectors``), ``"HNSW32"`` (graph), ...
-        nprobe: lists an IVF index visits per query (ignored otherwise).
+        nprobe: lists an IVF index visits per query (ignored otherwise; ``index.nprobe = n`` changes it later).
         ids: optional [M] non-negative int ids returned instead of row positions (FAISS ``IndexIDMap``).
 
     ``search(queries, k)`` returns ``(similarities float32, indices int64)``, [Q, k] each, by
@@ -312,9 +368,7 @@ class VectorIndex(_IdMapped):
         if not index.is_trained:
             index.train(x)
         if hasattr(index, "nprobe"):
-            if not isinstance(nprobe, int) or isinstance(nprobe, bool) or nprobe < 1:
-                raise ValueError(f"nprobe must be a positive int, got {nprobe!r}")
-            index.nprobe = nprobe
+            index.nprobe = _check_nprobe(nprobe)
         self.factory = factory
         if ids is not None:
             self._inner, index = index, faiss.IndexIDMap(index)
@@ -349,7 +403,8 @@ class VectorIndex(_IdMapped):
 
         Args:
             queries: [Q, D] float vectors (a NumPy array gives NumPy results).
-            k: results per query, 1 ≤ k ≤ ``len(self)``.
+            k: results per query, ≥ 1; places beyond ``len(self)`` (or an IVF index's probed lists) hold
+                index −1 and similarity ``−3.4028235e38`` (−FLT_MAX), as FAISS pads them.
 
         Returns:
             ``similarities`` [Q, k] float32 (decreasing) and ``indices`` (or ids) [Q, k] int64.
@@ -363,7 +418,7 @@ class VectorIndex(_IdMapped):
             (True, True)
         """
         q = _as_vectors(queries, "queries", self.dim)
-        k = _check_k(k, len(self))
+        k = _check_k(k)
         sims, indices = self._index.search(q, k)
         return _out(queries, sims, indices.astype(np.int64))
 
