@@ -133,3 +133,32 @@ def test_scorer_names_a_checkpoint_expecting_other_dimensions(tmp_path, capsys) 
                         str(checkpoint), "--root", str(root), "--no-progress"])
     assert exit_info.value.code == 2
     assert f"holds 8-d features, --checkpoint {checkpoint} expects 16-d" in capsys.readouterr().err
+
+
+def test_weights_flag_is_named_used_and_recorded(tmp_path, capsys, monkeypatch) -> None:
+    """Issue 44: ``--weights FILE`` loads the ResNet-50 state dict, the missing-weights error names the flag, the
+    file is recorded (a resume with other weights is refused), and the s2vs preset's dimensions are stated."""
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "empty-hub"))   # no cached weights
+    clip = str(clip_path(CLIPS[0]))
+    out = tmp_path / "s2vs.hdf5"
+    assert main([clip, "--out", str(out), "--preset", "s2vs", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "resnet50 weights not found" in err and "--weights FILE" in err
+    assert "3840-d" in err and "512-d" in err and "--whitening" in err        # the preset's dimensions, said
+    assert main([clip, "--out", str(out), "--preset", "s2vs", "--weights", str(tmp_path / "none.pth")]) == 2
+    assert "--weights must be a local torchvision state dict file" in capsys.readouterr().err
+    assert main([clip, "--out", str(tmp_path / "x.hdf5"), "--weights", __file__, *SMALL]) == 2
+    assert "--weights applies to the resnet50 and alexnet backbones" in capsys.readouterr().err
+    # a (random) ResNet-50 state dict given with --weights: used, and recorded by name and hash
+    from hapref.features.resnet import ResNet50                        # torchvision's resnet50 layout
+    weights = tmp_path / "resnet50-random.pth"
+    torch.save(ResNet50().state_dict(), weights)
+    args = ["--fps", "0.25", "--resize", "64", "--crop", "64", "--no-progress"]
+    assert main([clip, "--out", str(out), "--backbone", "resnet50", "--weights", str(weights), *args]) == 0
+    settings = read_settings(out)
+    assert settings.weights.startswith("resnet50-random.pth:") and settings.dims == 3840
+    other = tmp_path / "resnet50-other.pth"
+    torch.save({k: v + 1 for k, v in torch.load(weights, weights_only=True).items()}, other)
+    assert main([clip, "--out", str(out), "--backbone", "resnet50", "--weights", str(other), *args]) == 2
+    assert "weights" in capsys.readouterr().err
+

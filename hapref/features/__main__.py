@@ -2,6 +2,7 @@
 
     python -m hapref.features videos/*.mp4 --out features.hdf5                     # EfficientNet-Lite0, 1 fps
     python -m hapref.features --list fivr_5k.txt --out fivr_5k.hdf5 --preset s2vs --whitening pca_resnet50_vcdb_1M.pth
+    python -m hapref.features v.mp4 --out f.hdf5 --preset s2vs --weights resnet50-0676ba61.pth --whitening pca.pth
     python -m hapref.features frames/v1/ frames/v2.npy --out f.hdf5 --frame-level   # [T, D] per video
 
 Inputs are video files (decoded with PyAV at ``--fps`` frames per second), ``.npy`` arrays of uint8 frames
@@ -9,7 +10,10 @@ Inputs are video files (decoded with PyAV at ``--fps`` frames per second), ``.np
 run resumes: videos already in ``--out`` are skipped, and a file written with other settings is refused.
 Unreadable videos are listed at the end and skipped (exit status 1 when any failed). ``--preset s2vs`` is the
 released S2VS / HAP-VR extractor (ResNet-50 weights and the ViSiL PCA file are local files: nothing is
-downloaded). See :mod:`hapref.features.hdf5`.
+downloaded; ``--weights FILE`` names the ResNet-50 state dict when it is not in torch's hub cache). Each video
+is stored as ``[T, R, D]``: D = 512 with ``--preset s2vs --whitening pca_resnet50_vcdb_1M.pth`` (what the
+released S2VS / HAP-VR networks take; 3840 without the whitening), 496 with the default EfficientNet-Lite0.
+See :mod:`hapref.features.hdf5`.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ import sys
 from collections.abc import Iterable
 
 from hapref.features.backbones import BACKBONES
-from hapref.features.hdf5 import (PRESETS, FeatureSettings, build_extractor, read_list, whitening_name,
-                                  write_features)
+from hapref.features.hdf5 import (PRESETS, FeatureSettings, build_extractor, read_list, weights_name,
+                                  whitening_name, write_features)
 from hapref.features.pooling import POOLINGS
 
 
@@ -34,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backbone", choices=BACKBONES, help="default efficientnet-lite0 (s2vs: resnet50)")
     parser.add_argument("--pooling", choices=POOLINGS, help="default l3imac (s2vs: l3imac_released)")
     parser.add_argument("--whitening", metavar="FILE", help="PCA whitening file (ViSiL .pth or a hapref state)")
+    parser.add_argument("--weights", metavar="FILE",
+                        help="backbone weights for resnet50 / alexnet: a local torchvision state dict (default: "
+                             "torch's hub cache)")
     parser.add_argument("--fps", type=float, help="frames kept per second of video (default 1)")
     parser.add_argument("--resize", type=int, help="shorter side before the centre crop (default 256)")
     parser.add_argument("--crop", type=int, help="centre crop side (default 224)")
@@ -60,6 +67,7 @@ def settings_from(args: argparse.Namespace) -> FeatureSettings:
     if args.frame_level:
         values["layout"] = "frames"
     values["whitening"] = whitening_name(args.whitening)
+    values["weights"] = weights_name(args.weights)
     return FeatureSettings(**values)
 
 
@@ -70,7 +78,11 @@ def main(argv: Iterable[str] | None = None) -> int:
         if not inputs:
             raise ValueError("no inputs: give video files / frame folders or --list FILE")
         settings = settings_from(args)
-        extractor = build_extractor(settings, args.whitening, args.batch_size)
+        if args.preset == "s2vs" and args.whitening is None:
+            print("note: --preset s2vs without --whitening stores 3840-d ResNet-50 features; the released S2VS / "
+                  "HAP-VR networks take the 512-d whitened ones (--whitening pca_resnet50_vcdb_1M.pth)",
+                  file=sys.stderr)
+        extractor = build_extractor(settings, args.whitening, args.batch_size, weights=args.weights)
         report = write_features(inputs, args.out, extractor, settings, progress=not args.no_progress)
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -266,7 +266,8 @@ def _torchvision_imagenet_net(arch: str, weights_enum: str, weights_path: str | 
             weights_path = Path(torch.hub.get_dir()) / "checkpoints" / name
         if not Path(weights_path).is_file():
             raise FileNotFoundError(f"{arch} weights not found at {weights_path}; pass weights_path= a local "
-                                    f"torchvision {arch} state dict (nothing is downloaded).")
+                                    f"torchvision {arch} state dict (python -m hapref.features: --weights FILE; "
+                                    "nothing is downloaded).")
         net.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
     return net
 

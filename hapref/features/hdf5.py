@@ -40,7 +40,10 @@ class FeatureSettings:
     ``whitening`` names the PCA whitening (``"none"`` or ``"<file name>:<sha256 prefix>"``); ``resize`` /
     ``crop``: the shorter side is resized to ``resize`` and the centre ``crop`` square kept
     (:func:`hapref.features.released_frames`; the released S2VS extractor's 256 / 224); ``layout``
-    ``"regions"`` (``[T, R, D]``) or ``"frames"`` (``[T, D]``, the L2-normalised mean of the regions).
+    ``"regions"`` (``[T, R, D]``) or ``"frames"`` (``[T, D]``, the L2-normalised mean of the regions);
+    ``weights``: ``"default"`` (the backbone's usual local file) or the file given with ``--weights`` (named
+    as ``whitening`` is). ``dims`` is D: 496 for the default EfficientNet-Lite0 with L3-iMAC (24 + 40 + 112 + 320
+    channels), 3840 for ResNet-50 (the ``s2vs`` preset) and 512 once whitened with the ViSiL PCA file.
 
     Examples:
         >>> s = FeatureSettings(backbone="small-cnn", pooling="l3imac", resize=32, crop=32)
@@ -56,6 +59,7 @@ class FeatureSettings:
     crop: int = 224
     layout: str = "regions"
     dims: int = 0              # D of the stored features (filled in by the writer)
+    weights: str = "default"   # the backbone's weights: "default" or "<file name>:<sha256 prefix>" (--weights)
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -85,6 +89,11 @@ PRESETS: dict[str, dict] = {
 }
 
 
+def _file_name(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return f"{Path(path).name}:{digest}"
+
+
 def whitening_name(path: str | os.PathLike | None) -> str:
     """``"none"`` or ``"<file name>:<first 16 hex digits of its SHA-256>"`` (how a file records its whitening).
 
@@ -97,8 +106,26 @@ def whitening_name(path: str | os.PathLike | None) -> str:
     if not Path(path).is_file():
         raise FileNotFoundError(f"whitening must be a PCA file (ViSiL's pca_resnet50_vcdb_1M.pth or a "
                                 f"PCAWhitening state_dict), got {str(path)!r}, which does not exist")
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-    return f"{Path(path).name}:{digest}"
+    return _file_name(path)
+
+
+def weights_name(path: str | os.PathLike | None) -> str:
+    """``"default"`` or ``"<file name>:<first 16 hex digits of its SHA-256>"`` (how a file records ``--weights``).
+
+    Examples:
+        >>> weights_name(None)
+        'default'
+        >>> weights_name("/nonexistent/resnet50.pth")
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: --weights must be a local torchvision state dict file, got '/nonexistent/resnet50.pth', which does not exist
+    """
+    if path is None:
+        return "default"
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--weights must be a local torchvision state dict file, got {str(path)!r}, "
+                                "which does not exist")
+    return _file_name(path)
 
 
 def load_whitening(path: str | os.PathLike, dim: int = 512) -> PCAWhitening:
@@ -348,8 +375,9 @@ def write_features(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, 
 
 
 def build_extractor(settings: FeatureSettings, whitening: str | os.PathLike | None = None,
-                    batch_size: int = 64) -> FeatureExtractor:
-    """The :class:`FeatureExtractor` of ``settings`` (a whitening file is loaded and checked against its name).
+                    batch_size: int = 64, weights: str | os.PathLike | None = None) -> FeatureExtractor:
+    """The :class:`FeatureExtractor` of ``settings`` (a whitening file is loaded and checked against its name;
+    ``weights``, the backbone's state dict file for ``resnet50`` / ``alexnet``, likewise).
 
     Examples:
         >>> build_extractor(FeatureSettings(backbone="small-cnn", pooling="l3imac", resize=32, crop=32)).pooling
@@ -364,10 +392,17 @@ def build_extractor(settings: FeatureSettings, whitening: str | os.PathLike | No
             raise ValueError(f"settings name whitening {settings.whitening!r}, the file is "
                              f"{whitening_name(whitening)!r}")
     kwargs = {"image_size": settings.crop} if settings.backbone in ("efficientnet-lite0", "small-cnn") else {}
+    if settings.weights != weights_name(weights):
+        raise ValueError(f"settings name weights {settings.weights!r}, the file is {weights_name(weights)!r}")
+    if weights is not None:
+        if settings.backbone not in ("resnet50", "alexnet"):
+            raise ValueError(f"--weights applies to the resnet50 and alexnet backbones (their torchvision state "
+                             f"dict), not {settings.backbone!r}, whose weights ship with hapref")
+        kwargs["weights_path"] = weights
     return FeatureExtractor(load_backbone(settings.backbone, **kwargs), pooling=settings.pooling,
                             whitening=white, batch_size=batch_size)
 
 
 __all__ = ["ATTRIBUTE", "FeatureSettings", "PRESETS", "WriteReport", "build_extractor", "check_feature_file",
-           "input_id", "load_whitening", "read_input", "read_list", "read_settings", "video_features",
+           "input_id", "load_whitening", "read_input", "read_list", "read_settings", "video_features", "weights_name",
            "whitening_name", "write_features"]
