@@ -59,5 +59,29 @@ def test_stored_results_match_the_script(name: str) -> None:
         assert all(len({s for s, d in keys if d == data}) >= (5 if headline else 3)
                    for data in ({0, 1} if headline else {0})), variant
     assert set(stored["untrained"]) == {"0", "1"}
-    assert all(set(methods) == set(sweeps.UNTRAINED) for methods in stored["untrained"].values())
+    chosen = stored["validation"]["chosen"]
+    expected = {*sweeps.HASHINGS, *(f"{m} + {h}" for m, h in chosen.items())}
+    assert all(set(methods) == expected for methods in stored["untrained"].values())
+    assert stored["validation"]["data_seed"] == sweeps.VALIDATION_DATA_SEED not in {0, 1}
+    for sampler, scores in stored["validation"]["after_sampler"].items():    # the best on validation
+        assert scores[chosen[sampler]] == max(scores.values()), sampler
     assert [p["delta"] for p in stored["delta_curve"]["points"]] == list(sweeps.DELTAS)
+
+
+def test_baselines_are_chosen_on_the_validation_instance_and_stored_beside_the_codes(tmp_path, monkeypatch):
+    sweeps = load_script("autossvh_sweeps")
+    monkeypatch.setattr(sweeps, "VALIDATION_DATA_SEED", 1)       # the smoke profile's validation instance
+    out = tmp_path / "autossvh.json"
+    assert sweeps.main(["--profile", "smoke", "--data-seed", "0", "--out", str(out), "--variants",
+                        "--baselines"]) == 0
+    stored = json.loads(out.read_text())
+    validation = stored["validation"]
+    assert validation["data_seed"] == 1 and set(validation["hashing"]) == set(sweeps.HASHINGS)
+    assert set(validation["chosen"]) == set(sweeps.FRAME_SAMPLERS)
+    methods = stored["untrained"]["0"]
+    assert {*sweeps.HASHINGS, *(f"{m} + {h}" for m, h in validation["chosen"].items())} == set(methods)
+    assert all(0.0 <= row["mAP@5"] <= 1.0 for row in methods.values())
+    assert sweeps.main(["--profile", "smoke", "--data-seed", "0", "--out", str(out), "--variants",
+                        "--baselines"]) == 0                             # resumes: nothing measured twice
+    assert json.loads(out.read_text()) == stored | {"wall_seconds": stored["wall_seconds"],
+                                                    "cpu_seconds": stored["cpu_seconds"]}
