@@ -42,6 +42,7 @@ import warnings
 from pathlib import Path
 
 from hapref.data.unpickle import load_pickle
+from hapref.extras import missing_dependency
 from hapref.evaluation.protocols import DATASETS, TIES, CoverageWarning, Results, evaluate
 
 
@@ -375,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CoverageWarning)
             results = run_similarities(args) if args.similarities is not None else run_features(args)
+    except ModuleNotFoundError as err:
+        parser.error(missing_dependency(err))
     except (ValueError, TypeError, FileNotFoundError) as err:
         parser.error(str(err))
     for warning in caught:

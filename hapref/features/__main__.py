@@ -22,6 +22,7 @@ import argparse
 import sys
 from collections.abc import Iterable
 
+from hapref.extras import missing_dependency
 from hapref.features.backbones import BACKBONES
 from hapref.features.hdf5 import (PRESETS, FeatureSettings, build_extractor, read_list, weights_name,
                                   whitening_name, write_features)
@@ -84,6 +85,9 @@ def main(argv: Iterable[str] | None = None) -> int:
                   file=sys.stderr)
         extractor = build_extractor(settings, args.whitening, args.batch_size, weights=args.weights)
         report = write_features(inputs, args.out, extractor, settings, progress=not args.no_progress)
+    except ModuleNotFoundError as err:
+        print(f"error: {missing_dependency(err)}", file=sys.stderr)
+        return 2
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

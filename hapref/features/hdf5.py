@@ -357,6 +357,8 @@ def write_features(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, 
                 continue
             try:
                 features = video_features(extractor, read_input(path, settings.fps), settings)
+            except ModuleNotFoundError:   # a missing decoder fails every video: say so once (the CLI names the extra)
+                raise
             except Exception as err:  # noqa: BLE001 - reported at the end, the run goes on
                 report.failed[vid] = f"{type(err).__name__}: {err}"
                 continue

@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from hapref import distributed as hd
+from hapref.extras import missing_dependency
 from hapref.train.loop import COLLECTIVE_TIMEOUT_S, fit
 from hapref.train.registry import PIPELINES, load_pipeline
 from hapref.train.settings import describe, parse_assignments
@@ -145,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         run = {"pipeline": args.pipeline, "profile": args.profile, "loss": loss, "seed": args.seed}
         result = fit(task, config, out_dir=args.out, resume=args.resume, progress=not args.no_progress, run=run,
                      force=args.force)
+    except ModuleNotFoundError as err:   # e.g. the generated benchmarks' decoder, from a plain `pip install hapref`
+        command.exit(2, f"{command.prog}: error: {missing_dependency(err)}\n")
     except ValueError as err:
         command.error(str(err))
     if hd.is_main_process():            # under torchrun: one eval line, from rank 0
