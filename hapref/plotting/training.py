@@ -14,14 +14,17 @@ def plot_history(histories: Mapping[str, Sequence[Mapping[str, float]]], key: st
                  ax: Axes | None = None) -> Axes:
     """One curve of ``key`` against the step per run (a moving average over ``smooth`` steps).
 
+    Without ``ax`` the figure is new and laid out (constrained layout), so ``ax.figure.savefig(path)`` keeps
+    the axis labels inside the image; with ``ax`` the caller's figure keeps its own layout.
+
     Examples:
         >>> import matplotlib.pyplot as plt
         >>> ax = plot_history({"run": [{"step": 1, "loss": 0.9}, {"step": 2, "loss": 0.7}]})
-        >>> len(ax.lines)
-        1
+        >>> len(ax.lines), ax.figure.get_layout_engine() is not None
+        (1, True)
         >>> plt.close(ax.figure)
     """
-    ax = ax or plt.subplots(figsize=(5, 3))[1]
+    ax = ax or plt.subplots(figsize=(5, 3), layout="constrained")[1]
     for name, history in histories.items():
         steps = np.array([h["step"] for h in history if key in h])
         values = np.array([h[key] for h in history if key in h], dtype=float)
