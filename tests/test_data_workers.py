@@ -97,3 +97,38 @@ def test_file_lock_excludes_a_second_holder(tmp_path):
         with open(tmp_path / "x.pt.lock", "a") as other:
             with pytest.raises(BlockingIOError):
                 fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_rendering_workers_feed_an_encoder_in_this_process(monkeypatch, tmp_path):
+    """The GPU path (clips rendered by workers, encoded here) gives the bytes of the CPU path (both in workers):
+    forced here by reporting a non-CPU device while the encoder still runs on the CPU."""
+    import torch
+
+    from hapref.train import hapvr
+
+    monkeypatch.setenv("HAPREF_DATA", str(tmp_path))
+    monkeypatch.setenv("HAPREF_DATA_WORKERS", "1")
+    cpu = hapvr.prepare_data.__wrapped__("smoke") if hasattr(hapvr.prepare_data, "__wrapped__") else None
+    assert cpu is not None
+    for path in (tmp_path / "hapvr").glob("features-*.pt"):
+        path.unlink()
+    monkeypatch.setattr(hapvr, "get_device", lambda: torch.device("meta"))
+    monkeypatch.setattr(hapvr.FrameEncoder, "__init__", _cpu_encoder(hapvr.FrameEncoder.__init__))
+    gpu = hapvr.prepare_data.__wrapped__("smoke")
+    for name in ("train", "teacher", "labels", "queries", "database"):
+        assert torch.equal(getattr(cpu, name), getattr(gpu, name)), name
+
+
+def _cpu_encoder(init):
+    def wrapped(self, profile, image_size):
+        import torch
+
+        from hapref.train import hapvr
+
+        saved = hapvr.get_device
+        hapvr.get_device = lambda: torch.device("cpu")
+        try:
+            init(self, profile, image_size)
+        finally:
+            hapvr.get_device = saved
+    return wrapped

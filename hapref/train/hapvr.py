@@ -448,16 +448,23 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
         cached = load_cached(path)      # None when absent or damaged (then regenerated)
         if cached is not None and set(cached) == {f.name for f in fields(HAPVRData)}:
             return HAPVRData(**cached)
-        # CPU encoders run in worker processes (one thread each: the same bytes for any number of workers)
-        workers = 1 if get_device().type != "cpu" else None
-        views = parallel_map(_view_batch, range(p.view_batches), _encoder_state, (p,), workers=workers,
-                             progress=progress, desc="training views")
+        # Worker processes (one thread each: the same bytes for any number of workers) render the clips and,
+        # with a CPU encoder, encode them too; a GPU encoder stays in this process and encodes what they render.
+        if get_device().type == "cpu":
+            views = parallel_map(_view_batch, range(p.view_batches), _encoder_state, (p,), progress=progress,
+                                 desc="training views")
+        else:
+            rendered = parallel_map(_render_batch, range(p.view_batches), _benchmark_state, (p,),
+                                    progress=progress, desc="rendering views")
+            encode = FrameEncoder(p, bench.config.frame_size)
+            views = [encode.batch(clips, p.frames, torch.Generator().set_state(state), shuffle=p.shuffle_views)
+                     for clips, state in rendered]
         train = torch.stack([r for r, _, _ in views])
         whitening = PCAWhitening.fit(train, dim=min(p.whiten_dim, train.shape[-1]))
         keys = [("queries", i) for i in range(len(bench.queries.videos))] + \
                [("database", i) for i in range(len(bench.database.videos))]
-        encoded = parallel_map(_eval_video, keys, _encoder_state, (p,), workers=workers, progress=progress,
-                               desc="eval videos")
+        encoded = parallel_map(_eval_video, keys, _encoder_state, (p,), progress=progress, desc="eval videos",
+                               workers=None if get_device().type == "cpu" else 1)
         queries, query_valid = pad_videos([whitening(x) for x in encoded[:len(bench.queries.videos)]])
         database, database_valid = pad_videos([whitening(x) for x in encoded[len(bench.queries.videos):]])
         data = HAPVRData(train=whitening(train), teacher=torch.stack([t for _, t, _ in views]),
@@ -475,12 +482,26 @@ def _encoder_state(p: HAPVRProfile) -> tuple:
     return p, bench, FrameEncoder(p, bench.config.frame_size), min(p.train_clips, len(clip_source(bench, p)))
 
 
-def _view_batch(state: tuple, b: int) -> tuple[Tensor, Tensor, Tensor]:
-    """View batch ``b`` of the pool: regions, teacher embeddings and labels (its own generator, seeded ``b``)."""
-    p, bench, encode, n_clips = state
+def _benchmark_state(p: HAPVRProfile) -> tuple:
+    """What a rendering worker builds once: the profile, its benchmark (from the cache) and the clip count."""
+    bench = build_copy_benchmark(p.benchmark, seed=p.benchmark_seed)
+    return p, bench, None, min(p.train_clips, len(clip_source(bench, p)))
+
+
+def _render_batch(state: tuple, b: int) -> tuple[Tensor, Tensor]:
+    """The clips of view batch ``b`` (uint8) and its generator's state after picking them, for the encoder."""
+    p, bench, _, n_clips = state
     g = torch.Generator().manual_seed(b)
     picked = pick_clips(bench, n_clips, p.batch_videos, g, p.pair_batches)
-    return encode.batch(training_clips(bench, p, picked), p.frames, g, shuffle=p.shuffle_views)
+    return training_clips(bench, p, picked), g.get_state()
+
+
+def _view_batch(state: tuple, b: int) -> tuple[Tensor, Tensor, Tensor]:
+    """View batch ``b`` of the pool: regions, teacher embeddings and labels (its own generator, seeded ``b``)."""
+    p, _, encode, _ = state
+    clips, generator_state = _render_batch(state, b)
+    g = torch.Generator().set_state(generator_state)
+    return encode.batch(clips, p.frames, g, shuffle=p.shuffle_views)
 
 
 def _eval_video(state: tuple, key: tuple[str, int]) -> Tensor:
