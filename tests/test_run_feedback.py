@@ -24,3 +24,23 @@ def test_plot_history_saved_png_keeps_its_axis_labels(tmp_path):
         assert box.y1 <= figure_box.y1 + 0.5 and box.x1 <= figure_box.x1 + 0.5, label
     assert path.stat().st_size > 0
     plt.close(fig)
+
+
+def test_train_cli_default_folder_eval_lines_and_resume_step(tmp_path, monkeypatch, capsys):
+    """Without --out the run is saved in $HAPREF_RUNS/<pipeline>-<profile>-<time>, named at the start and before
+    the summary line; --no-progress still prints one line per evaluation; --resume says from which step."""
+    from hapref.train.__main__ import main
+    monkeypatch.setenv("HAPREF_RUNS", str(tmp_path / "runs"))
+    assert main(["tca", "--profile", "smoke", "--steps", "4", "--set", "eval_every=2", "--no-progress"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    folders = list((tmp_path / "runs").iterdir())
+    assert len(folders) == 1 and folders[0].name.startswith("tca-smoke-")
+    assert {"config.json", "checkpoint.pt", "log.jsonl", "metrics.json"} <= {p.name for p in folders[0].iterdir()}
+    end = [i for i, line in enumerate(lines) if line.startswith(f"run folder: {folders[0]} (")]
+    assert lines[0] == f"run folder: {folders[0]}" and len(end) == 1
+    assert lines[-1].startswith("eval:") and all(line.startswith(("mAP", "eval:")) for line in lines[end[0] + 1:])
+    evals = [line for line in lines if line.startswith("step ")]
+    assert [line.split(":")[0] for line in evals] == ["step 2/4", "step 4/4"] and "mAP=" in evals[0]
+    assert main(["tca", "--profile", "smoke", "--steps", "4", "--set", "eval_every=2", "--no-progress",
+                 "--out", str(folders[0]), "--resume"]) == 0
+    assert f"resuming {folders[0]} at step 4 of 4" in capsys.readouterr().out

@@ -3,7 +3,10 @@
 Trains one pipeline, evaluates it and prints the summary line last. ``python -m hapref.train <pipeline> --help``
 lists that pipeline's losses, profiles and settings. The run folder holds ``config.json`` (pipeline, profile,
 loss, seed, world size, version and every resolved setting), ``checkpoint.pt`` (written periodically),
-``log.jsonl`` and ``metrics.json``; ``--resume`` continues it, ``--force`` starts it again.
+``log.jsonl`` and ``metrics.json``; ``--resume`` continues it (saying from which step), ``--force`` starts it
+again. Without ``--out`` the run is saved in ``$HAPREF_RUNS/<pipeline>-<profile>-<date>-<time>`` (default
+``runs/``, git-ignored); the folder is printed at the start and before the summary line, and every evaluation
+prints one line, progress bar or not.
 
 Under ``torchrun --nproc_per_node=N -m hapref.train <pipeline> ...`` the N processes train one run (see
 :func:`hapref.train.fit`): rank 0 prepares the data first, writes the run folder and prints the one eval line.
@@ -51,7 +54,9 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frames", default=None, metavar="DIR",
                         help="train on decoded frames (<id>.npy or <id>/*.jpg; hapvr, tca) instead of generated clips")
     parser.add_argument("--backbone", default=None, help="frame extractor (see hapref.features.BACKBONES)")
-    parser.add_argument("--out", default=None, help="run folder: config.json, checkpoint.pt, log.jsonl, metrics.json")
+    parser.add_argument("--out", default=None,
+                        help="run folder: config.json, checkpoint.pt, log.jsonl, metrics.json (default: "
+                             "$HAPREF_RUNS/<pipeline>-<profile>-<time>, $HAPREF_RUNS defaulting to runs/)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out (same settings)")
     parser.add_argument("--force", action="store_true", help="overwrite a run already in --out")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
@@ -97,6 +102,29 @@ def check_run_arguments(args: argparse.Namespace) -> str | None:
     return None
 
 
+def default_run_folder(pipeline: str, profile: str, root: str | None = None) -> str:
+    """A new folder name for a run started without ``--out``: ``<root>/<pipeline>-<profile>-<date>-<time>``.
+
+    ``root`` defaults to ``$HAPREF_RUNS``, else ``runs`` (git-ignored); a name already taken gets ``-2``, ``-3``...
+
+    Examples:
+        >>> import tempfile, re
+        >>> root = tempfile.mkdtemp()
+        >>> bool(re.fullmatch(r".*/hapvr-smoke-\\d{8}-\\d{6}", default_run_folder("hapvr", "smoke", root)))
+        True
+    """
+    import os
+    import time
+
+    root = root if root is not None else os.environ.get("HAPREF_RUNS") or "runs"
+    base = os.path.join(root, f"{pipeline}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}")
+    folder, n = base, 1
+    while os.path.exists(folder):
+        n += 1
+        folder = f"{base}-{n}"
+    return folder
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv``, train, print the summary line; 0 on success, 2 on a usage or settings error."""
     parser = argparse.ArgumentParser(prog="python -m hapref.train", description=__doc__,
@@ -138,19 +166,24 @@ def main(argv: list[str] | None = None) -> int:
             nested = isinstance(pipeline.PROFILES[args.profile], dict)
             overrides["backbone.name" if nested else "backbone"] = args.backbone
         hd.init_distributed("gloo" if args.device == "cpu" else None, timeout_s=COLLECTIVE_TIMEOUT_S)   # torchrun
+        out = args.out if args.out is not None else hd.broadcast_object(default_run_folder(args.pipeline,
+                                                                                            args.profile))
+        if hd.is_main_process():
+            print(f"run folder: {out}", flush=True)
         for turn in (True, False):      # rank 0 prepares (and caches) the data first, then the other ranks
             if hd.is_main_process() == turn:
                 task, config = pipeline.build(args.profile, loss, args.seed, progress=not args.no_progress,
                                               overrides=overrides)
             hd.barrier()
         run = {"pipeline": args.pipeline, "profile": args.profile, "loss": loss, "seed": args.seed}
-        result = fit(task, config, out_dir=args.out, resume=args.resume, progress=not args.no_progress, run=run,
-                     force=args.force)
+        result = fit(task, config, out_dir=out, resume=args.resume, progress=not args.no_progress, run=run,
+                     force=args.force, announce=True)
     except ModuleNotFoundError as err:   # e.g. the generated benchmarks' decoder, from a plain `pip install hapref`
         command.exit(2, f"{command.prog}: error: {missing_dependency(err)}\n")
     except ValueError as err:
         command.error(str(err))
     if hd.is_main_process():            # under torchrun: one eval line, from rank 0
+        print(f"run folder: {out} (config.json, checkpoint.pt, log.jsonl, metrics.json)")
         print(pipeline.summary_line(result.metrics))
     hd.destroy_distributed()
     return 0

@@ -381,7 +381,8 @@ def check_resumable(saved: dict[str, Any], new: dict[str, Any], path: Path) -> N
 
 
 def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resume: bool = False,
-        progress: bool = True, run: dict[str, Any] | None = None, force: bool = False) -> TrainResult:
+        progress: bool = True, run: dict[str, Any] | None = None, force: bool = False,
+        announce: bool = False) -> TrainResult:
     """Train ``task`` for ``config.steps`` AdamW steps; evaluate every ``eval_every`` steps and at the end.
 
     With ``out_dir``: ``config.json`` (:func:`hapref.train.loop.run_record`), a checkpoint (model, optimiser,
@@ -399,6 +400,9 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     checkpoint keeps every rank's RNG state, so a resume at the same world size is bit for bit; a resume
     at another world size continues the model, optimiser and schedule exactly and says that the batches
     and random streams differ from an uninterrupted run.
+
+    ``announce`` (the command line's choice) prints, from rank 0, the step a resumed run continues from and one
+    line per evaluation (``step N/S: metric=value ...``), with or without the progress bar.
 
     Examples:
         >>> import os, tempfile
@@ -466,6 +470,8 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
             if state.get("task") is not None and hasattr(task, "load_state_dict"):
                 task.load_state_dict(state["task"])
             history, start = list(state["history"]), int(state["step"])
+            if announce and main:
+                print(f"resuming {out} at step {start} of {config.steps}", flush=True)
             saved_world = int(state.get("world_size", 1))
             if saved_world == world:
                 _set_rng_state(state["rng_ranks"][hd.get_rank()] if world > 1 else state["rng"])
@@ -537,6 +543,9 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
             if evaluated and main:
                 metrics = _evaluate(task, model)
                 entry.update(metrics)
+                if announce:
+                    values = " ".join(f"{k}={v:.4f}" for k, v in metrics.items() if isinstance(v, (int, float)))
+                    bar.write(f"step {done}/{config.steps}: loss={entry['loss']:.4f} {values}")
             history.append(entry)
             if log is not None:
                 log.write(json.dumps(entry) + "\n")
