@@ -6,7 +6,7 @@ JB    := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 JBFLAGS := -W -n --keep-going
 
-.PHONY: book test test-portable test-wheel gpu-check-quick venv outputs clean
+.PHONY: book test test-portable test-wheel gpu-check-quick lab venv outputs clean
 
 venv: $(STAMP)
 
@@ -17,6 +17,12 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -qq -r requirements.txt
 	$(PY) -m pip install -qq --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Opens the chapters in JupyterLab with the venv registered as the kernel "hapref (.venv)" (the lab extra).
+lab: $(STAMP)
+	$(PY) -m pip install -qq "jupyterlab>=4"
+	$(PY) -m ipykernel install --sys-prefix --name hapref --display-name "hapref (.venv)"
+	$(VENV)/bin/jupyter lab book/
 
 # Executes every chapter and builds the HTML book; any warning or cell error fails.
 book: $(STAMP)
