@@ -258,7 +258,7 @@ def test_training_steps_reduce_the_loss() -> None:
 
 
 def test_smoke_pipeline_prints_eval_line(tmp_path) -> None:
-    env = {"HAPREF_DATA": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {"HAPREF_DATA": str(tmp_path), "HAPREF_RUNS": str(tmp_path / "runs"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-m", "hapref.train", "tca", "--profile", "smoke", "--loss", "circle",
                           "--no-progress"], capture_output=True, text=True, env=env, timeout=300, check=True)
     last = out.stdout.strip().splitlines()[-1]
