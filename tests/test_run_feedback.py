@@ -35,7 +35,8 @@ def test_train_cli_default_folder_eval_lines_and_resume_step(tmp_path, monkeypat
     lines = capsys.readouterr().out.strip().splitlines()
     folders = list((tmp_path / "runs").iterdir())
     assert len(folders) == 1 and folders[0].name.startswith("tca-smoke-")
-    assert {"config.json", "checkpoint.pt", "log.jsonl", "metrics.json"} <= {p.name for p in folders[0].iterdir()}
+    assert {"config.json", "checkpoint.pt", "log.jsonl", "metrics.json", "curves.png"} <= \
+        {p.name for p in folders[0].iterdir()}
     end = [i for i, line in enumerate(lines) if line.startswith(f"run folder: {folders[0]} (")]
     assert lines[0] == f"run folder: {folders[0]}" and len(end) == 1
     assert lines[-1].startswith("eval:") and all(line.startswith(("mAP", "eval:")) for line in lines[end[0] + 1:])

@@ -125,6 +125,42 @@ def default_run_folder(pipeline: str, profile: str, root: str | None = None) -> 
     return folder
 
 
+def save_curves(out: str, history: list[dict[str, float]], metrics: list[str]) -> str | None:
+    """``<out>/curves.png``: the training loss and each of ``metrics`` (evaluated) against the step (None without
+    matplotlib, the ``data`` extra, or without history).
+
+    Examples:
+        >>> import tempfile, os
+        >>> out = tempfile.mkdtemp()
+        >>> path = save_curves(out, [{"step": 1, "loss": 0.9}, {"step": 2, "loss": 0.7, "mAP": 0.5}], ["mAP"])
+        >>> os.path.basename(path), os.path.getsize(path) > 0
+        ('curves.png', True)
+    """
+    import os
+
+    if not history:
+        return None
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from hapref.plotting.training import plot_history
+    except ModuleNotFoundError:
+        return None
+    fig, axes = plt.subplots(1, 2 if metrics else 1, figsize=(9 if metrics else 5, 3.2), layout="constrained",
+                             squeeze=False)
+    plot_history({"train": history}, "loss", ax=axes[0, 0])
+    for key in metrics:
+        plot_history({key: history}, key, ax=axes[0, 1])
+    if metrics:
+        axes[0, 1].set_ylabel("evaluation")
+    path = os.path.join(out, "curves.png")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv``, train, print the summary line; 0 on success, 2 on a usage or settings error."""
     parser = argparse.ArgumentParser(prog="python -m hapref.train", description=__doc__,
@@ -183,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         command.error(str(err))
     if hd.is_main_process():            # under torchrun: one eval line, from rank 0
-        print(f"run folder: {out} (config.json, checkpoint.pt, log.jsonl, metrics.json)")
+        curves = ", curves.png" if save_curves(out, result.history, list(result.metrics)) else ""
+        print(f"run folder: {out} (config.json, checkpoint.pt, log.jsonl, metrics.json{curves})")
         print(pipeline.summary_line(result.metrics))
     hd.destroy_distributed()
     return 0
