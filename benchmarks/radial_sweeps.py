@@ -44,7 +44,9 @@ Stored (the book's sweep layout):
 * ``runs[variant][k]["curve"]``: ``[[step, fine_MAP], ...]`` every :data:`CURVE_EVERY` steps of a trained
   frozen-CNN run (the layout of ``hapvr_sweeps.json``). Evaluating draws no random number, so a run with its
   curve is the same run: ``--curves`` re-runs each stored row that has none, checks that the final metrics
-  equal the stored ones digit for digit, and only then adds the curve (issue 41, item 3).
+  equal the stored ones digit for digit, and only then adds the curve (issue 41, item 3). Stored for the six
+  losses × 5 seeds × 2 data seeds (60 re-runs, all equal to their rows; ≈ 29 min wall on the shared 2 cores,
+  added to ``wall_seconds``); the c curve and end-to-end rows have none.
 * ``claims``: :data:`CLAIMS`, each checked by ``hapref.stats.claim_holds`` (``tests/test_sweep_claims.py``).
 
 Designs tried (seed 0 / 1, data seed 0 unless stated; fine MAP):
