@@ -69,6 +69,8 @@ test-wheel: $(STAMP)
 	    print('hapref', hapref.__file__)" | grep -q wheel-venv
 	cd _build && ./wheel-venv/bin/python -m hapref.evaluation --help > /dev/null
 	cd _build && ./wheel-venv/bin/python -m hapref.train --help > /dev/null
+	cd _build && ./wheel-venv/bin/python -m hapref.data.download --help > /dev/null
+	cd _build && ./wheel-venv/bin/python -m hapref.data.download list | grep -q "annotations: "
 	@echo "wheel: installs and imports in a fresh venv"
 
 # benchmarks/gpu_check.py end to end on the CPU (smoke profiles, scaled shapes; under 3 minutes on 2 cores): the

@@ -340,3 +340,19 @@ def test_registry_pins_annotation_files_to_commits():
     assert len(names) == len(set(names))
     assert all(f.url.startswith("https://") and f.filename.endswith(".hdf5")
                for files in FEATURES.values() for f in files.values())
+
+
+def test_the_packaged_downloader_runs_as_a_module():
+    """``python -m hapref.data.download`` is the CLI (the wheel ships no data_scripts/): help, list, bad names."""
+    import subprocess
+    import sys
+
+    help_text = subprocess.run([sys.executable, "-m", "hapref.data.download", "--help"], capture_output=True,
+                               text=True, check=True).stdout
+    assert "python -m hapref.data.download annotations" in help_text
+    listed = subprocess.run([sys.executable, "-m", "hapref.data.download", "list"], capture_output=True, text=True,
+                            check=True).stdout
+    assert listed.startswith("annotations: ")
+    bad = subprocess.run([sys.executable, "-m", "hapref.data.download", "annotations", "nope"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "datasets must be some of" in bad.stderr

@@ -35,6 +35,26 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
     return Path(root).expanduser()
 
 
+def annotation_root(root: str | os.PathLike | None = None) -> Path:
+    """Where the annotation files are: ``root``, else ``$HAPREF_ANNOTATIONS``, else ``$HAPREF_DATA`` when it
+    holds an ``annotations`` folder, else ``~/.cache/hapref``.
+
+    Files sit at ``<root>/annotations/<name>/<file>``; ``root`` may also be that ``annotations`` folder itself.
+    This root is only read.
+
+    Examples:
+        >>> annotation_root("/data/real").as_posix()
+        '/data/real'
+    """
+    if root is None:
+        root = os.environ.get("HAPREF_ANNOTATIONS")
+        data = os.environ.get("HAPREF_DATA")
+        if not root and data and (Path(data).expanduser() / "annotations").is_dir():
+            root = data
+        root = root or Path.home() / ".cache" / "hapref"
+    return Path(root).expanduser()
+
+
 def config_key(config: dict[str, Any], version: int = FORMAT_VERSION) -> str:
     """A short hash of a JSON-able generation config plus the data-format version (the cache key).
 

@@ -13,7 +13,7 @@ protocol's whole database, as the released dataset classes count it by default (
 a database video the file lacks is never retrieved, so a partial file scores what the released evaluator
 gives on it, never more. ``--available FILE`` (one id a line) declares a deliberate subset instead (e.g. the
 videos you could download). ``--root`` is the folder holding ``annotations/<name>/<file>`` as
-``data_scripts/download.py annotations`` writes it, or that ``annotations`` folder itself (default
+``python -m hapref.data.download annotations`` writes it, or that ``annotations`` folder itself (default
 ``$HAPREF_ANNOTATIONS``, else ``$HAPREF_DATA`` when it holds ``annotations/``, else ``~/.cache/hapref``).
 Dataset names are case-insensitive (S2VS's ``FIVR-5K`` works).
 

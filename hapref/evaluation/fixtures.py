@@ -1,7 +1,7 @@
 """Small annotation files in the exact layouts of the released ones, for tests and the book.
 
 Each ``write_*`` function writes one dataset under ``<root>/annotations/<name>/<registry file name>`` (the layout
-``data_scripts/download.py annotations`` produces) with the same Python types, pickle protocol and quirks as
+``python -m hapref.data.download annotations`` produces) with the same Python types, pickle protocol and quirks as
 the real file, so :func:`hapref.evaluation.evaluate` runs on them unchanged:
 
 * FIVR (``fivr.pickle`` + ``fivr_easy_duplicates.txt``): ``queries`` an unsorted list, ``database`` a set,

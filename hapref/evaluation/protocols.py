@@ -65,6 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from hapref.data import loaders
+from hapref.data.cache import annotation_root  # noqa: F401  (re-exported: hapref.evaluation.annotation_root)
 from hapref.data.registry import ANNOTATIONS
 
 #: Dataset names accepted by :func:`evaluate`, with the annotation folder each reads.
@@ -86,26 +87,6 @@ FIVR_TASKS = {"DSVR": frozenset({"ND", "DS"}), "CSVR": frozenset({"ND", "DS", "C
 CC_WEB_POSITIVE = "ESLMV"
 
 
-def annotation_root(root: str | os.PathLike | None = None) -> Path:
-    """Where the annotation files are: ``root``, else ``$HAPREF_ANNOTATIONS``, else ``$HAPREF_DATA`` when it
-    holds an ``annotations`` folder, else ``~/.cache/hapref``.
-
-    Files sit at ``<root>/annotations/<name>/<file>``; ``root`` may also be that ``annotations`` folder itself.
-    This root is only read.
-
-    Examples:
-        >>> annotation_root("/data/real").as_posix()
-        '/data/real'
-    """
-    if root is None:
-        root = os.environ.get("HAPREF_ANNOTATIONS")
-        data = os.environ.get("HAPREF_DATA")
-        if not root and data and (Path(data).expanduser() / "annotations").is_dir():
-            root = data
-        root = root or Path.home() / ".cache" / "hapref"
-    return Path(root).expanduser()
-
-
 def _file(root: Path, name: str, filename: str) -> Path:
     path = root / "annotations" / name / filename
     if not path.is_file() and (root / name / filename).is_file():   # root is the annotations folder itself
@@ -113,7 +94,7 @@ def _file(root: Path, name: str, filename: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: the annotation root (--root DIR on the command line, root= "
                                 f"in Python, else $HAPREF_ANNOTATIONS) must hold annotations/{name}/ (or be the "
-                                f"annotations folder), e.g. after `python data_scripts/download.py annotations "
+                                f"annotations folder), e.g. after `python -m hapref.data.download annotations "
                                 f"{name} --root DIR`")
     return path
 
