@@ -6,17 +6,22 @@ JB    := $(VENV)/bin/jupyter-book
 STAMP := $(VENV)/.installed
 JBFLAGS := -W -n --keep-going
 
-.PHONY: book test test-portable test-wheel gpu-check-quick lab venv outputs clean
+.PHONY: book test test-portable test-wheel gpu-check-quick lab constraints venv outputs clean
 
 venv: $(STAMP)
 
 # torch first, pinned: anything looser pulls a CUDA build with several GB of packages.
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -qq torch==2.13.0
-	$(PY) -m pip install -qq -r requirements.txt
+	$(PY) -m pip install -qq -r requirements.txt -c constraints.txt
 	$(PY) -m pip install -qq --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Rewrites constraints.txt from the venv (every installed package but torch/torchvision and hapref itself).
+constraints: $(STAMP)
+	{ sed -n '1,3p' constraints.txt; $(PY) -m pip freeze --exclude-editable | grep -v -E '^(torch|torchvision)=='; } \
+	    > constraints.new && mv constraints.new constraints.txt
 
 # Opens the chapters in JupyterLab with the venv registered as the kernel "hapref (.venv)" (the lab extra).
 lab: $(STAMP)
