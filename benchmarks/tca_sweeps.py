@@ -5,8 +5,10 @@
     python benchmarks/tca_sweeps.py --seeds 0 1 2 3 4 --data-seed 0 --variants lstm gru netvlad momentum0.1 ...
     python benchmarks/tca_sweeps.py --profile stock --seeds 0 1 2 3 4 --data-seed 0   # the pixel-level attempt
     python benchmarks/tca_sweeps.py --profile edits-smoke --steps 2 --seeds 0 --variants tca --out /tmp/s.json
+    python benchmarks/tca_sweeps.py --profile context --seeds 0 1 2 3 4 --data-seed 0 --variants tca mlp \
+        untrained_network                                                 # the benchmark where context is the signal
 
-Two benchmarks, one file each (:data:`OUTS`):
+Three benchmarks, one file each (:data:`OUTS`); the third, ``context``, is described at the end of this docstring.
 
 * ``edits`` (``book/data/tca_sweeps.json``, the chapter's experiment): frame descriptors drawn from a stated model
   (:mod:`hapref.data.descriptors`). Edits move every frame of a copy inside a fixed 48-of-64-dimensional subspace
@@ -141,6 +143,43 @@ TCA_f goes from 0.341 (Chamfer on the inputs) to 0.32 after 200 steps, also with
 the three stored views (0.30-0.32); a linear map of the frames trained with InfoNCE reaches 0.286 on the video-level
 cosine at step 100 (from 0.224) and falls back to 0.269 by step 400 while its training loss drops to 0.12. With three
 fixed views of a few hundred clips the encoder memorises its clips; the paper trains on VCDB's ~100K videos.
+
+The context benchmark (issue 42, ``--profile context``, ``book/data/tca_context_sweeps.json``)
+-----------------------------------------------------------------------------------------------
+
+Written before any run. Why: on the edit-subspace benchmark what training learns is a per-frame linear map (the
+context-free control scores higher, attention is uniform) and closed-form view-pair estimators beat it. A test of
+the paper's mechanism needs a benchmark where a frame is ambiguous on its own and its clip says what it is. TCA's
+Transformer has no positional encoding: it sees the set of a clip's frames (with multiplicities and
+co-occurrences), not their order, so the signal must lie in the set, not in the order.
+
+Real-video motivation: the same content re-uploaded by different channels carries each channel's overlay (a
+logo, a watermark, a border, a colour grade), and a channel's own unrelated uploads carry the same overlay. A
+frame descriptor of a copy is then close to the channel's other videos: per frame, "same channel" looks like "same
+content". Channels are many and new ones appear all the time, so the overlay's direction at test time was never
+seen in training: a per-frame map (linear or MLP, and the closed-form view-pair estimators, which learn one fixed
+subspace) cannot remove it. What the clip reveals is what most of its frames share: the overlay, readable from the
+other frames of the same set, whatever their order.
+
+Design (:mod:`hapref.data.descriptors`, profile ``"context"``): the edits sizes (64-d, 4 shots x 4 frames, 12-frame
+windows, 2 of 4 shots from a pool of 8 stock shots, drift 0.3, noise 0.5) with the edit subspace switched off
+(``content_in_edits=1``) and channel overlays: a unit vector per channel, times 1.5, added to each frame of a view
+with probability 0.75 (so the overlay is on most frames but not all, and subtracting the view's mean leaves a
+residue). Training channels: a pool of 1,024; every evaluation query and copy is uploaded by a new channel, and
+the 400 distractors by the queries' channels (8 per query). The overlay norm and share were set from training-free
+numbers only (data seed 0, PCA-whitened, mAP): Chamfer 0.211 / symmetric Chamfer 0.198 / cosine 0.054;
+subtracting the view's mean frame ("mean-subtracted", a training-free use of the clip) Chamfer 0.858; other
+settings tried: overlay 1.0 (Chamfer 0.447, mean-subtracted 0.977: too easy for the clip's mean), overlay on every
+frame (mean-subtracted 0.996: the mean removes it exactly), overlay 2.0 (mean-subtracted 0.651).
+
+Runs: ``tca`` (the paper's configuration, the edits profile's schedule), ``mlp`` (:class:`hapref.models.PerFrameMLP`:
+TCA's layer without its attention, trained the same way: the per-frame control) and ``untrained_network``; on
+each the context-free and shuffled-order controls (as above). Training-free entries (``untrained``): everything
+the edits sweep stores (cosine / Chamfer / symmetric Chamfer of the whitened descriptors, the view-difference
+projection and within-clip whitening on all clips and on 64, TMK) plus ``mean_subtracted <measure>`` (share k of
+the mean subtracted, k in :data:`MEAN_SHARES`) and the alignment scores of :mod:`hapref.similarity.alignment`
+(DTW, DP alignment, temporal network, Hough voting, diagonal band) on the whitened and on the mean-subtracted
+descriptors; every setting chosen on the validation instance :data:`VALIDATION_SEED` (``validation`` in the file).
 """
 
 from __future__ import annotations
@@ -158,7 +197,7 @@ from measure import SweepFile, sweep_arithmetic  # noqa: E402
 
 from hapref.features import ViewDifferenceProjection, WithinClipWhitening
 from hapref.metrics import map_and_micro_ap
-from hapref.similarity import temporal_match_kernel
+from hapref.similarity import alignment_similarity_matrix, temporal_match_kernel
 from hapref.train import fit
 from hapref.train.tca import (MEASURES, PROFILES, TCATask, Variant, baseline_metrics, config_for, frame_scores,
                               prepare_data)
@@ -168,7 +207,9 @@ PROFILE = "edits"
 DATA = Path(__file__).resolve().parents[1] / "book" / "data"
 #: Where each profile's sweep is stored (``--out`` replaces it).
 OUTS: dict[str, Path] = {"edits": DATA / "tca_sweeps.json", "stock": DATA / "tca_stock_sweeps.json",
-                         "smoke": DATA / "tca_smoke_sweeps.json", "edits-smoke": DATA / "tca_smoke_sweeps.json"}
+                         "smoke": DATA / "tca_smoke_sweeps.json", "edits-smoke": DATA / "tca_smoke_sweeps.json",
+                         "context": DATA / "tca_context_sweeps.json",
+                         "context-smoke": DATA / "tca_smoke_sweeps.json"}
 CURVE_EVERY = 25
 #: Variant name -> (TCA Table 1 row it stands for, the Variant). ``tca`` is the paper's final configuration at
 #: this scale (Transformer, L3-iRMAC, Circle loss γ = 256, m = 0.25, memory-bank negatives only).
@@ -185,6 +226,7 @@ VARIANTS: dict[str, Variant] = {
     "lstm": Variant(aggregator="lstm"),                                  # Table 1a
     "gru": Variant(aggregator="gru"),
     "netvlad": Variant(aggregator="netvlad"),
+    "mlp": Variant(aggregator="mlp"),                                    # control: per-frame, no attention
     **{f"momentum{m:g}": Variant(momentum=m) for m in (0.1, 0.9, 0.99, 0.999)},   # Table 1e
     **{f"tca_clips{n}": Variant() for n in (24, 48, 96)},               # stock's data curve: the first n clips
     **{f"tca_clips{n}": Variant() for n in (64, 128, 256, 512)},        # edits' data curve
@@ -226,8 +268,13 @@ CLAIMS: list[dict] = [
     {"better": "infonce_t0.07", "worse": "tca", "metric": "mAP_c", "margin": 0.03},
     {"better": "tca", "worse": "tca_clips64", "metric": "mAP", "margin": 0.05},
 ]
+#: The context sweep's runs (``--profile context``): TCA, the per-frame control trained the same way, and TCA
+#: initialised but not trained.
+CONTEXT_HEADLINE = ["tca", "mlp", "untrained_network"]
+#: The context sweep's claims (``book/data/tca_context_sweeps.json``), set after its runs (module docstring).
+CONTEXT_CLAIMS: list[dict] = []
 CLAIMS_BY_PROFILE: dict[str, list[dict]] = {"edits": CLAIMS, "stock": STOCK_CLAIMS, "smoke": [],
-                                            "edits-smoke": []}
+                                            "edits-smoke": [], "context": CONTEXT_CLAIMS, "context-smoke": []}
 
 
 def _round(metrics: dict) -> dict:
@@ -298,8 +345,72 @@ def tune_on_validation(profile: str = PROFILE) -> dict:
             tmk[f"{period} {beta:g}"] = round(float(map_and_micro_ap(scores, d.relevance)["mAP"]), 6)
     rank = int(max(ranks, key=lambda k: (ranks[k], -int(k))))
     period, beta = max(tmk, key=lambda k: tmk[k]).split()
-    return {"data_seed": VALIDATION_SEED, "view_difference_rank": rank, "tmk_period": int(period),
-            "tmk_beta": float(beta), "chamfer_mAP_by_rank": ranks, "tmk_mAP_by_period_beta": tmk}
+    out = {"data_seed": VALIDATION_SEED, "view_difference_rank": rank, "tmk_period": int(period),
+           "tmk_beta": float(beta), "chamfer_mAP_by_rank": ranks, "tmk_mAP_by_period_beta": tmk}
+    return {**out, **_tune_context(d)} if _is_context(profile) else out
+
+
+def _is_context(profile: str) -> bool:
+    return profile.startswith("context")
+
+
+#: The context benchmark's extra training-free settings, searched on :data:`VALIDATION_SEED`: the share ``k`` of
+#: the view's mean frame subtracted from every frame (``x_t - k·mean``, a training-free use of the clip), and
+#: each alignment score's options of :mod:`hapref.similarity.alignment` (per-pair normalisation; band width).
+MEAN_SHARES = (0.25, 0.5, 0.75, 1.0)
+ALIGNMENT_GRID: dict[str, list[dict]] = {
+    "dtw": [{"normalize": n} for n in (None, "zscore")],
+    "dp": [{"normalize": n} for n in (None, "zscore")],
+    "temporal_network": [{"normalize": n} for n in (None, "zscore")],
+    "hough": [{"normalize": n} for n in (None, "zscore")],
+    "band": [{"width": w, "normalize": n} for w in (1, 2) for n in (None, "zscore")],
+}
+
+
+def _mean_subtracted(x: torch.Tensor, valid: torch.Tensor, share: float) -> torch.Tensor:
+    """``x_t − share · mean_s x_s`` over each video's valid frames (padding stays 0); ``x [N, T, D]``."""
+    mean = (x * valid[..., None]).sum(1, keepdim=True) / valid.sum(1)[:, None, None].clamp(min=1)
+    return (x - share * mean) * valid[..., None]
+
+
+def _alignment_map(d, method: str, params: dict, q=None, db=None) -> float:
+    q, db = (d.queries, d.database) if q is None else (q, db)
+    scores = alignment_similarity_matrix(q.unsqueeze(2), db.unsqueeze(2), d.query_valid, d.database_valid,
+                                         method=method, **params)
+    return map_and_micro_ap(scores, d.relevance)
+
+
+def _tune_context(d) -> dict:
+    """The share of :func:`_mean_subtracted` (by Chamfer mAP) and each alignment's options (by its mAP)."""
+    shares = {f"{k:g}": round(float(_measures(d, lambda x, k=k: _mean_subtracted(x, torch.ones(x.shape[:2],
+                                                 dtype=torch.bool), k))["chamfer"]["mAP"]), 6)
+              for k in MEAN_SHARES}
+    searched, chosen = {}, {}
+    for method, grid in ALIGNMENT_GRID.items():
+        scores = [round(float(_alignment_map(d, method, params)["mAP"]), 6) for params in grid]
+        searched[method] = [[params, score] for params, score in zip(grid, scores)]
+        chosen[method] = grid[max(range(len(grid)), key=lambda i: scores[i])]
+    return {"mean_share": float(max(shares, key=lambda k: shares[k])), "chamfer_mAP_by_mean_share": shares,
+            "alignment": chosen, "alignment_mAP_searched": searched}
+
+
+def context_baselines(d, settings: dict) -> dict:
+    """The context benchmark's extra training-free entries on one instance ``d`` (validation ``settings``).
+
+    ``"mean_subtracted <measure>"``: every measure of ``MEASURES`` on ``x_t − k·mean`` (k chosen on validation);
+    ``"<alignment>"`` and ``"mean_subtracted <alignment>"``: every alignment of :data:`ALIGNMENT_GRID` with its
+    chosen options, on the whitened descriptors and on the mean-subtracted ones.
+    """
+    share = settings["mean_share"]
+
+    def sub(x):
+        return _mean_subtracted(x, torch.ones(x.shape[:2], dtype=torch.bool), share)
+
+    out = {f"mean_subtracted {m}": v for m, v in _measures(d, sub).items()}
+    for method, params in settings["alignment"].items():
+        out[method] = _alignment_map(d, method, params)
+        out[f"mean_subtracted {method}"] = _alignment_map(d, method, params, sub(d.queries), sub(d.database))
+    return out
 
 
 def closed_form(profile: str, data_seed: int, settings: dict) -> dict:
@@ -321,6 +432,8 @@ def closed_form(profile: str, data_seed: int, settings: dict) -> dict:
     scores = temporal_match_kernel(d.queries, d.database, d.query_valid, d.database_valid, period=period,
                                    frequencies=period // 2, beta=settings["tmk_beta"])
     out["tmk"] = map_and_micro_ap(scores, d.relevance)
+    if _is_context(profile):
+        out.update(context_baselines(d, settings))
     return {k: _round({**v, "mAP_c": v["mAP"], "uAP_c": v["uAP"]}) for k, v in out.items()}
 
 

@@ -103,3 +103,76 @@ def test_tca_profile_reads_the_descriptor_benchmark() -> None:
     task = TCATask("edits-smoke")
     model = task.build_model()
     assert set(task.loss(model, task.batch(0, torch.device("cpu")))) == {"loss", "s_pos"}
+
+
+# ----------------------------------------------------------------------------- channel overlays ("context")
+
+def test_the_edits_instances_are_unchanged_by_the_overlay_option() -> None:
+    """Without overlays the generator draws the same numbers as before the option existed (chapter 6's stored
+    edits sweep depends on them): checksums of instance 0 taken before the change."""
+    b = generate_descriptor_benchmark("edits", dtype=torch.float64)
+    assert b.query_channels is None and b.database_channels is None
+    assert abs(b.train.sum().item() - -669.6411482594181) < 1e-9
+    assert abs(b.database.sum().item() - -112.99801293226301) < 1e-9
+
+
+@pytest.fixture(scope="module")
+def context():
+    return generate_descriptor_benchmark("context", dtype=torch.float64)
+
+
+def test_channels_are_new_at_evaluation_and_shared_by_the_distractors(context) -> None:
+    c, b = context.config, context
+    n_copies = c.queries * c.copies_per_query
+    assert torch.equal(b.query_channels, torch.arange(c.queries))
+    copies, distractors = b.database_channels[:n_copies], b.database_channels[n_copies:]
+    assert len(set(copies.tolist())) == n_copies and not set(copies.tolist()) & set(range(c.queries))
+    assert torch.equal(distractors, torch.arange(c.distractors) % c.queries)
+    assert torch.allclose(b.database.norm(dim=-1), torch.ones((), dtype=torch.float64))
+
+
+def _mean_cosines(b, x, db) -> tuple[float, float]:
+    """Mean Chamfer similarity (each query frame's best cosine) of a query with its copies and with the
+    distractors of its own channel."""
+    c = b.config
+    n_copies = c.queries * c.copies_per_query
+    sims = torch.einsum("qtd,msd->qmts", F.normalize(x, dim=-1), F.normalize(db, dim=-1)).amax(-1).mean(-1)
+    same_channel = torch.zeros_like(b.relevance)
+    same_channel[:, n_copies:] = b.database_channels[n_copies:][None] == b.query_channels[:, None]
+    return sims[b.relevance].mean().item(), sims[same_channel].mean().item()
+
+
+def test_a_frame_alone_is_ambiguous_and_its_clip_resolves_it(context) -> None:
+    """The design's premise: per frame, a query resembles the unrelated uploads of its channel more than its own
+    copies; subtracting the view's mean frame (what all frames share, a use of the clip) reverses that."""
+    copies, channel = _mean_cosines(context, context.queries, context.database)
+    assert channel > copies + 0.05
+    centred = [x - x.mean(1, keepdim=True) for x in (context.queries, context.database)]
+    copies, channel = _mean_cosines(context, *centred)
+    assert copies > channel + 0.05
+
+
+def test_overlay_is_the_channel_vector_on_the_chosen_frames() -> None:
+    """A literal check: with no content noise, drift or edits, and overlays on every frame, the frames of all views
+    of one training clip that share a channel are identical, and two channels' frames differ by their overlays."""
+    config = replace(PROFILES["context-smoke"], noise=0.0, drift=0.0, overlay_frames=1.0, channels=1)
+    b = generate_descriptor_benchmark(config, dtype=torch.float64)
+    views = b.train                                                     # one channel: every view overlaid alike
+    first = views[:, 0, 0]
+    for v in range(1, config.views):
+        same_start = (views[:, v, 0] - first).norm(dim=-1) < 1e-9
+        assert same_start.any()                                          # windows that start alike are equal
+
+
+@pytest.mark.parametrize("bad, match", [({"overlay": -1.0}, "overlay"), ({"overlay_frames": 0.0}, "overlay"),
+                                        ({"channels": 0}, "channels")])
+def test_bad_overlay_configs_name_the_field(bad, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        DescriptorBenchmarkConfig(**bad)
+
+
+def test_tca_profile_reads_the_context_benchmark() -> None:
+    data = prepare_data("context-smoke")
+    p = TCA_PROFILES["context-smoke"]
+    assert data.train.shape == (p.train_clips, p.strong_views + 1, p.frames, p.whiten_dim)
+    assert TCA_PROFILES["context"].descriptors == "context" and PROFILES["context"].content_in_edits == 1.0

@@ -189,3 +189,37 @@ def test_pipeline_variants_train_at_smoke_size() -> None:
         Variant(aggregator="mean")
     with pytest.raises(ValueError, match="momentum"):
         Variant(momentum=1.0)
+
+
+# ----------------------------------------------------------------------------------------------- per-frame MLP
+
+def test_per_frame_mlp_matches_a_literal_transcription_and_sees_one_frame() -> None:
+    """PerFrameMLP (chapter 6's per-frame control): LayerNorm(x + W2 ReLU(W1 x)) frame by frame, L2-normalised;
+    a frame's output does not depend on the other frames (its clip), unlike TCA's encoder."""
+    from hapref.models import PerFrameMLP
+
+    torch.manual_seed(0)
+    model = PerFrameMLP(d_model=6, dim_feedforward=12, dropout=0.3).double().eval()
+    x, valid = padded_batch()
+    frames = model.frame_embeddings(x, valid)
+    lin1, lin2 = model.block[0], model.block[3]
+    for n in range(x.shape[0]):
+        for t in range(x.shape[1]):
+            if not valid[n, t]:
+                assert frames[n, t].abs().sum() == 0
+                continue
+            h = x[n, t] + lin2.weight @ torch.relu(lin1.weight @ x[n, t] + lin1.bias) + lin2.bias
+            h = (h - h.mean()) / torch.sqrt(h.var(unbiased=False) + model.norm.eps)
+            h = h * model.norm.weight + model.norm.bias
+            torch.testing.assert_close(frames[n, t], h / h.norm())
+    other = x.clone()
+    other[0, 1:] = torch.randn(4, 6, dtype=torch.float64)               # change the clip around frame 0
+    torch.testing.assert_close(model.frame_embeddings(other, valid)[0, 0], frames[0, 0])
+    tca = TemporalContextAggregator(d_model=6, nhead=2, dim_feedforward=12, dropout=0.0).double().eval()
+    assert not torch.allclose(tca.frame_embeddings(other, valid)[0, 0], tca.frame_embeddings(x, valid)[0, 0])
+    mean = (frames * valid[..., None]).sum(1) / valid.sum(1, keepdim=True)
+    torch.testing.assert_close(model(x, valid), F.normalize(mean, dim=-1))
+    with pytest.raises(ValueError, match="dropout"):
+        PerFrameMLP(6, 12, dropout=1.0)
+    with pytest.raises(ValueError, match="d_model"):
+        PerFrameMLP(0, 12)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import load_benchmark
 
 from hapref.stats import claim_gaps, claim_holds
@@ -125,3 +126,38 @@ def test_stored_closed_form_entries_reproduce() -> None:
     for name, metrics in again.items():
         for key, value in metrics.items():
             assert abs(value - stored["untrained"]["0"][name][key]) < 1e-6, (name, key)
+
+
+#: The context benchmark's extra training-free entries: the mean-subtracted measures and every alignment score on
+#: the whitened and on the mean-subtracted descriptors.
+ALIGNMENTS = ("dtw", "dp", "temporal_network", "hough", "band")
+CONTEXT_EXTRA = ({f"mean_subtracted {m}" for m in MEASURES} | set(ALIGNMENTS)
+                 | {f"mean_subtracted {a}" for a in ALIGNMENTS})
+
+
+def test_context_smoke_sweep_stores_the_controls_and_every_training_free_entry(tmp_path) -> None:
+    sweeps = load_benchmark("tca_sweeps")
+    out = tmp_path / "context.json"
+    assert sweeps.main(["--profile", "context-smoke", "--steps", "2", "--out", str(out), "--variants", "tca", "mlp",
+                        "--seeds", "0"]) == 0
+    stored = json.loads(out.read_text())
+    assert set(stored["untrained"]["0"]) == set(MEASURES) | CLOSED_FORM | CONTEXT_EXTRA
+    validation = stored["validation"]
+    shares = validation["chamfer_mAP_by_mean_share"]
+    assert validation["mean_share"] == float(max(shares, key=shares.get))
+    for method, searched in validation["alignment_mAP_searched"].items():
+        assert validation["alignment"][method] == max(searched, key=lambda p: p[1])[0]
+    mlp = stored["runs"]["mlp"][0]                     # per-frame: the context-free control changes nothing
+    assert abs(mlp["mAP_context_free"] - mlp["mAP"]) < 1e-9 and abs(mlp["mAP_shuffled"] - mlp["mAP"]) < 1e-9
+
+
+def test_mean_subtraction_matches_a_loop() -> None:
+    sweeps = load_benchmark("tca_sweeps")
+    x = torch.randn(3, 5, 4, dtype=torch.float64)
+    valid = torch.tensor([[True] * 5, [True] * 2 + [False] * 3, [True] + [False] * 4])
+    out = sweeps._mean_subtracted(x, valid, 0.5)
+    for n in range(3):
+        k = int(valid[n].sum())
+        torch.testing.assert_close(out[n, :k], x[n, :k] - 0.5 * x[n, :k].mean(0))
+        assert out[n, k:].abs().sum() == 0
+

@@ -21,6 +21,16 @@ so that the training data can be as large as the mechanism needs and the mechani
   bank) and the evaluation set — ``queries`` edited videos, ``copies_per_query`` other views of each, and
   ``distractors`` unrelated videos — are disjoint draws; only the stock pool and the edit subspace (the design)
   are shared. ``seed`` draws another instance of the same design.
+* **Channel overlays** (``overlay`` > 0; the ``"context"`` profile, where context is the signal). Every view is
+  an upload by a *channel* whose overlay (a logo, a border, a colour grade: one vector per channel, in a random
+  direction) is added, with norm ``overlay``, to each of its frames with probability ``overlay_frames``. The
+  training split draws its channels from a pool of ``channels``; every evaluation query and copy is uploaded by a
+  channel of its own, never seen in training, and the ``distractors`` are uploads by the queries' channels
+  (distractor ``j`` by query ``j mod queries``'s). A frame alone is then ambiguous: an overlaid query frame is
+  closer to an unrelated frame of its own channel than to the same content under another channel's overlay, and
+  since the overlay's direction is new at test time, no per-frame map (linear or not) can take it out. The
+  clip can: the overlay is what most of a view's frames share, which a frame can read off its neighbours (the
+  set, not their order).
 
 Everything is drawn in float64 from one ``torch.Generator`` (the same numbers on every CPU), then cast.
 """
@@ -67,6 +77,9 @@ class DescriptorBenchmarkConfig:
     copies_per_query: int = 4
     distractors: int = 400
     seed: int = 0                # the instance: other videos, views and edit subspace from the same design
+    overlay: float = 0.0         # norm of a channel's overlay (relative to a shot's content); 0 = no channels
+    overlay_frames: float = 1.0  # probability that a frame of a view carries its channel's overlay
+    channels: int = 1            # channels of the training split (evaluation channels are new)
 
     def __post_init__(self) -> None:
         if not 1 <= self.edit_rank < self.dim:
@@ -74,6 +87,9 @@ class DescriptorBenchmarkConfig:
         if not 0 <= self.content_in_edits <= 1 or not 0 <= self.view_share <= 1:
             raise ValueError(f"content_in_edits and view_share must lie in [0, 1], got {self.content_in_edits}, "
                              f"{self.view_share}")
+        if self.overlay < 0 or not 0 < self.overlay_frames <= 1 or self.channels < 1:
+            raise ValueError(f"overlay must be >= 0, overlay_frames in (0, 1] and channels >= 1, got "
+                             f"{self.overlay}, {self.overlay_frames}, {self.channels}")
         if self.noise < 0 or self.drift < 0:
             raise ValueError(f"noise and drift must be >= 0, got {self.noise}, {self.drift}")
         if not 0 <= self.stock_shots <= self.shots or (self.stock_shots and self.stock_pool < 1):
@@ -97,12 +113,19 @@ class DescriptorBenchmarkConfig:
         return self.shots * self.frames_per_shot
 
 
-#: Named configurations: "smoke" for tests, "edits" for chapter 6.
+#: Named configurations: "smoke" for tests, "edits" for chapter 6, "context" (channel overlays, no edit
+#: subspace: ``content_in_edits=1``) for chapter 6's benchmark where the clip's context is the signal.
 PROFILES: dict[str, DescriptorBenchmarkConfig] = {
     "smoke": DescriptorBenchmarkConfig(dim=16, edit_rank=12, shots=2, frames_per_shot=4, view_frames=6,
                                        stock_pool=2, stock_shots=1, train_clips=16, views=3, distractor_clips=8,
                                        queries=4, copies_per_query=2, distractors=12),
     "edits": DescriptorBenchmarkConfig(),
+    "context": DescriptorBenchmarkConfig(content_in_edits=1.0, overlay=1.5, overlay_frames=0.75, channels=1024),
+    "context-smoke": DescriptorBenchmarkConfig(dim=16, edit_rank=12, content_in_edits=1.0, shots=2,
+                                               frames_per_shot=4, view_frames=6, stock_pool=2, stock_shots=1,
+                                               train_clips=16, views=3, distractor_clips=8, queries=4,
+                                               copies_per_query=2, distractors=12, overlay=1.5,
+                                               overlay_frames=0.75, channels=8),
 }
 
 
@@ -112,7 +135,9 @@ class DescriptorBenchmark:
 
     ``train [C, V, T, D]`` views of the unlabeled clips; ``distractor_views [Cd, T, D]``; ``queries [Q, T, D]``;
     ``database [M, T, D]`` (the copies first, query by query, then the distractors); ``relevance [Q, M]`` bool;
-    ``edit_basis [D, r]`` (orthonormal: the design's edit subspace, for analysis only).
+    ``edit_basis [D, r]`` (orthonormal: the design's edit subspace, for analysis only). With channel overlays:
+    ``query_channels [Q]`` and ``database_channels [M]`` (long; the evaluation's channel of every view, for
+    analysis), else None.
 
     Examples:
         >>> bench = generate_descriptor_benchmark("smoke")
@@ -127,6 +152,8 @@ class DescriptorBenchmark:
     database: Tensor
     relevance: Tensor
     edit_basis: Tensor
+    query_channels: Tensor | None = None
+    database_channels: Tensor | None = None
 
 
 def generate_descriptor_benchmark(config: str | DescriptorBenchmarkConfig = "edits", seed: int | None = None,
@@ -179,7 +206,7 @@ def generate_descriptor_benchmark(config: str | DescriptorBenchmarkConfig = "edi
         frames = shots.repeat_interleave(c.frames_per_shot, dim=1)
         return frames + c.drift / math.sqrt(c.dim) * randn(n, c.frames, c.dim)
 
-    def view(x: Tensor) -> Tensor:                                        # [n, frames, D] -> [n, view_frames, D]
+    def view(x: Tensor, overlays: Tensor | None = None) -> Tensor:       # [n, frames, D] -> [n, view_frames, D]
         n = x.shape[0]
         start = torch.randint(0, c.frames - c.view_frames + 1, (n,), generator=g)
         x = x[torch.arange(n)[:, None], start[:, None] + torch.arange(c.view_frames)]
@@ -188,7 +215,16 @@ def generate_descriptor_benchmark(config: str | DescriptorBenchmarkConfig = "edi
         edit = (math.sqrt(c.view_share) * shared + math.sqrt(1 - c.view_share) * varying) @ inside
         edit = edit * math.sqrt(edit_energy / c.dim)
         noise = c.noise / math.sqrt(c.dim) * randn(n, c.view_frames, c.dim)
+        if overlays is not None:                                          # [n, D] unit: the views' channels
+            on = torch.rand(n, c.view_frames, 1, generator=g, dtype=f64) < c.overlay_frames
+            noise = noise + c.overlay * on * overlays[:, None]
         return torch.nn.functional.normalize(x + edit + noise, dim=-1)
+
+    def unit(n: int) -> Tensor:                                           # [n, D] random unit directions
+        return torch.nn.functional.normalize(randn(n, c.dim), dim=-1)
+
+    if c.overlay > 0:
+        return _with_channels(c, videos, view, unit, g, basis, dtype)
 
     clips = videos(c.train_clips)
     train = torch.stack([view(clips) for _ in range(c.views)], dim=1)
@@ -201,3 +237,30 @@ def generate_descriptor_benchmark(config: str | DescriptorBenchmarkConfig = "edi
     relevance[:, :len(copies)] = torch.eye(c.queries, dtype=torch.bool).repeat_interleave(c.copies_per_query, 1)
     return DescriptorBenchmark(c, train.to(dtype), distractor_views.to(dtype), queries.to(dtype),
                                database.to(dtype), relevance, basis.to(dtype))
+
+
+def _with_channels(c: DescriptorBenchmarkConfig, videos, view, unit, g: torch.Generator, basis: Tensor,
+                   dtype: torch.dtype) -> DescriptorBenchmark:
+    """The split of :func:`generate_descriptor_benchmark` with channel overlays (see the module docstring)."""
+    pool = unit(c.channels)                                               # the training split's channels
+
+    def drawn(n: int) -> Tensor:
+        return pool[torch.randint(0, c.channels, (n,), generator=g)]
+
+    clips = videos(c.train_clips)
+    train = torch.stack([view(clips, drawn(c.train_clips)) for _ in range(c.views)], dim=1)
+    distractor_views = view(videos(c.distractor_clips), drawn(c.distractor_clips))
+    originals = videos(c.queries)
+    channels = unit(c.queries + c.queries * c.copies_per_query)          # new: one per query and per copy
+    queries = view(originals, channels[:c.queries])
+    copy_channels = channels[c.queries:].view(c.queries, c.copies_per_query, c.dim)
+    copies = torch.stack([view(originals, copy_channels[:, k]) for k in range(c.copies_per_query)], dim=1)
+    owner = torch.arange(c.distractors) % c.queries                       # distractor j: query j mod Q's channel
+    database = torch.cat([copies.flatten(0, 1), view(videos(c.distractors), channels[owner])])
+    n_copies = c.queries * c.copies_per_query
+    relevance = torch.zeros(c.queries, len(database), dtype=torch.bool)
+    relevance[:, :n_copies] = torch.eye(c.queries, dtype=torch.bool).repeat_interleave(c.copies_per_query, 1)
+    query_channels = torch.arange(c.queries)
+    database_channels = torch.cat([c.queries + torch.arange(n_copies), owner])
+    return DescriptorBenchmark(c, train.to(dtype), distractor_views.to(dtype), queries.to(dtype), database.to(dtype),
+                               relevance, basis.to(dtype), query_channels, database_channels)

@@ -30,6 +30,9 @@ from hapref.models.aggregators import (AGGREGATORS, NetVLADAggregator, Recurrent
 from hapref.models.momentum import MomentumEncoder  # noqa: E402
 
 __all__ += ["AGGREGATORS", "build_aggregator", "MomentumEncoder", "NetVLADAggregator", "RecurrentAggregator"]
+from hapref.models.aggregators import PerFrameMLP  # noqa: E402  (a per-frame control for TCA, chapter 6)
+
+__all__ += ["PerFrameMLP"]
 
 # AutoSSVH: Grade-Net, the Gumbel top-K sampler and the hashing network
 from hapref.models.autossvh import (PRESETS as AUTOSSVH_PRESETS, AutoSSVHNet, GradeNet, gradient_reversal,  # noqa: E402

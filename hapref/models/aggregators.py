@@ -11,6 +11,9 @@ loss. TCA §4.2 compares them with the Transformer on iMAC features, video-level
 * :class:`RecurrentAggregator` — an LSTM (Hochreiter & Schmidhuber 1997) or GRU (Cho et al. 2014) over the
   valid frames in temporal order (padding must come after the real frames); the hidden states are the refined
   frame descriptors (``frame_embeddings``) and their valid-only mean, L2-normalised, is the video descriptor.
+* :class:`PerFrameMLP` — a control, not a Table 1 row: TCA's encoder layer without its self-attention (the same
+  feed-forward block, residual, LayerNorm and dropout), applied to every frame alone; whatever it learns is a
+  per-frame map, so it cannot use the other frames of the clip.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from hapref.models.tca import _check_inputs
 
-__all__ = ["AGGREGATORS", "NetVLADAggregator", "RecurrentAggregator", "build_aggregator"]
+__all__ = ["AGGREGATORS", "NetVLADAggregator", "PerFrameMLP", "RecurrentAggregator", "build_aggregator"]
 
 #: Names accepted by :func:`build_aggregator`.
-AGGREGATORS: tuple[str, ...] = ("transformer", "netvlad", "lstm", "gru")
+AGGREGATORS: tuple[str, ...] = ("transformer", "netvlad", "lstm", "gru", "mlp")
 
 
 class NetVLADAggregator(nn.Module):
@@ -157,13 +160,73 @@ class RecurrentAggregator(nn.Module):
         return F.normalize(out.sum(1) / valid.sum(1, keepdim=True).clamp_min(1).to(out.dtype), dim=-1)
 
 
+class PerFrameMLP(nn.Module):
+    """A per-frame map with TCA's layer shape: ``y_t = LayerNorm(x_t + W_2 dropout(ReLU(W_1 x_t)))`` (the
+    feed-forward half of TCA Eq. 2 with its residual and post-norm), frame by frame; no frame sees another.
+
+    ``frame_embeddings`` -> ``y_t`` L2-normalised ``[N, T, D]`` (padded frames 0); ``forward`` -> their
+    valid-only mean, L2-normalised ``[N, D]``, as :class:`~hapref.models.tca.TemporalContextAggregator`.
+
+    Args:
+        d_model: frame descriptor size D.
+        dim_feedforward: hidden size of the feed-forward block.
+        dropout: dropout after the ReLU and on the block's output, as in the Transformer layer.
+
+    Examples:
+        >>> _ = torch.manual_seed(0)
+        >>> model = PerFrameMLP(d_model=8, dim_feedforward=16).eval()
+        >>> x, valid = torch.randn(2, 5, 8), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+        >>> frames = model.frame_embeddings(x, valid)
+        >>> torch.allclose(frames[0, 2], model.frame_embeddings(x[:1, 2:3])[0, 0])   # a frame alone: the same
+        True
+        >>> tuple(model(x, valid).shape), float(frames[1, 3:].abs().sum())
+        ((2, 8), 0.0)
+    """
+
+    def __init__(self, d_model: int, dim_feedforward: int = 2048, dropout: float = 0.5) -> None:
+        super().__init__()
+        if d_model < 1 or dim_feedforward < 1:
+            raise ValueError(f"d_model and dim_feedforward must be >= 1, got {d_model}, {dim_feedforward}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
+        self.d_model = d_model
+        self.block = nn.Sequential(nn.Linear(d_model, dim_feedforward), nn.ReLU(), nn.Dropout(dropout),
+                                   nn.Linear(dim_feedforward, d_model), nn.Dropout(dropout))
+        self.norm = nn.LayerNorm(d_model)
+
+    def frame_embeddings(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Mapped frames ``[N, T, D]``, each L2-normalised; padded frames (``valid`` False) are zero.
+
+        Examples:
+            >>> PerFrameMLP(d_model=8, dim_feedforward=16)(torch.randn(3, 4, 8)).shape
+            torch.Size([3, 8])
+            >>> PerFrameMLP(d_model=8, dim_feedforward=16).frame_embeddings(torch.randn(3, 4, 8)).shape
+            torch.Size([3, 4, 8])
+        """
+        valid = _check_inputs(features, valid, self.d_model)
+        out = F.normalize(self.norm(features + self.block(features)), dim=-1)
+        return out.masked_fill(~valid.unsqueeze(-1), 0.0)
+
+    def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Video descriptor ``[N, D]``: the valid-only mean of :meth:`frame_embeddings`, L2-normalised.
+
+        Examples:
+            >>> out = PerFrameMLP(d_model=8, dim_feedforward=16).eval()(torch.randn(2, 5, 8))
+            >>> out.shape, torch.allclose(out.norm(dim=-1), torch.ones(2))
+            (torch.Size([2, 8]), True)
+        """
+        valid = _check_inputs(features, valid, self.d_model)
+        frames = self.frame_embeddings(features, valid)
+        return F.normalize(frames.sum(1) / valid.sum(1, keepdim=True).clamp_min(1).to(frames.dtype), dim=-1)
+
+
 def build_aggregator(name: str, d_model: int, nhead: int = 8, dim_feedforward: int = 2048, dropout: float = 0.5,
                      clusters: int = 16) -> nn.Module:
     """An aggregator of :data:`AGGREGATORS` by name (TCA Table 1a); ``"transformer"`` is TCA's own (Eq. 2).
 
     Examples:
-        >>> [type(build_aggregator(n, 16, nhead=4, dim_feedforward=32)).__name__ for n in AGGREGATORS]
-        ['TemporalContextAggregator', 'NetVLADAggregator', 'RecurrentAggregator', 'RecurrentAggregator']
+        >>> [type(build_aggregator(n, 16, nhead=4, dim_feedforward=32)).__name__ for n in AGGREGATORS][1:]
+        ['NetVLADAggregator', 'RecurrentAggregator', 'RecurrentAggregator', 'PerFrameMLP']
     """
     from hapref.models.tca import TemporalContextAggregator
 
@@ -173,4 +236,6 @@ def build_aggregator(name: str, d_model: int, nhead: int = 8, dim_feedforward: i
         return NetVLADAggregator(d_model, clusters)
     if name in ("lstm", "gru"):
         return RecurrentAggregator(d_model, name)
+    if name == "mlp":
+        return PerFrameMLP(d_model, dim_feedforward, dropout)
     raise ValueError(f"aggregator must be one of {AGGREGATORS}, got {name!r}")

@@ -135,6 +135,16 @@ PROFILES: dict[str, TCAProfile] = {
                               strong_views=2, whiten_dim=16, nhead=4, dim_feedforward=32, dropout=0.5,
                               batch_videos=4, bank_size=16, distractors_per_step=4, steps=10, lr=1e-3,
                               warmup_steps=2, descriptors="smoke"),
+    # Chapter 6's benchmark where context is the signal (hapref.data.descriptors "context": channel overlays in
+    # directions new at test time, which a frame can only tell from its clip): the "edits" sizes and schedule.
+    "context": TCAProfile("context", train_clips=1024, distractor_clips=512, frames=12, stride=1, eval_stride=1,
+                          strong_views=3, whiten_dim=64, nhead=8, dim_feedforward=128, dropout=0.5, batch_videos=32,
+                          bank_size=512, distractors_per_step=32, steps=300, lr=1e-3, warmup_steps=20,
+                          descriptors="context"),
+    "context-smoke": TCAProfile("context-smoke", train_clips=16, distractor_clips=8, frames=6, stride=1,
+                                eval_stride=1, strong_views=2, whiten_dim=16, nhead=4, dim_feedforward=32,
+                                dropout=0.5, batch_videos=4, bank_size=16, distractors_per_step=4, steps=10, lr=1e-3,
+                                warmup_steps=2, descriptors="context-smoke"),
     # Chapter 6's pixel-level attempt: the stock benchmark (every video opens with one of four shared stock shots),
     # 16-frame views of whole clips (so every view keeps its intro), 200 steps.
     "stock": TCAProfile("stock", train_clips=96, distractor_clips=64, frames=16, stride=2, eval_stride=2,
@@ -180,7 +190,7 @@ class Variant:
     gamma: float = 256.0
     bank_size: int | None = None      # None: the profile's
     pooling: str = "l3irmac"
-    aggregator: str = "transformer"   # Table 1a: "transformer" (TCA), "netvlad", "lstm", "gru"
+    aggregator: str = "transformer"   # Table 1a: "transformer" (TCA), "netvlad", "lstm", "gru"; "mlp": control
     momentum: float = 0.0             # Table 1e: key encoder θ_k <- m θ_k + (1-m) θ_q; 0 = the current encoder
     margin: float = 0.1               # triplet loss (Table 1d baseline)
     in_batch_negatives: bool | None = None   # None: the profile's (off: the paper's memory-bank negatives only)
