@@ -104,3 +104,20 @@ def test_stored_redundant_sweep_matches_the_script_and_its_claims_hold() -> None
             assert all("informative_kept" in r for r in runs), variant
     for claim in stored["claims"]:
         assert claim_holds(stored, claim), (claim, claim_gaps(stored, claim))
+
+
+@pytest.mark.skipif(not STORED.exists(), reason="sweep not stored yet")
+def test_stored_delta_sweep_is_complete_and_its_delta_one_rows_are_the_stored_runs() -> None:
+    sweeps = load_benchmark("autossvh_sweeps")
+    stored = json.loads(STORED.read_text())
+    rows = stored["delta_sweep"]
+    assert {(r["delta"], r["seed"], r["data_seed"]) for r in rows} == set(
+        itertools.product((0.0, 0.1, 0.3, 1.0), range(5), (0,)))
+    steps = list(range(sweeps.CURVE_EVERY, stored["settings"]["steps"] + 1, sweeps.CURVE_EVERY))
+    runs = {r["seed"]: r for r in stored["runs"]["autossvh"] if r["data_seed"] == 0}
+    for row in rows:
+        assert [p["step"] for p in row["curve"]] == steps
+        assert row["curve"][-1]["GMAP"] == row["GMAP"]
+        if row["delta"] == 1.0:                       # the stored run, retrained with evaluations in between
+            assert (row["GMAP"], row["informative_kept"]) == (runs[row["seed"]]["GMAP"],
+                                                              runs[row["seed"]]["informative_kept"])
