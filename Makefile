@@ -64,7 +64,7 @@ test-portable: $(STAMP)
 # declared dependencies come from the package index, and the package imports and its CLI runs there.
 WHEEL_VENV := _build/wheel-venv
 test-wheel: $(STAMP)
-	rm -rf _build/wheel $(WHEEL_VENV)
+	rm -rf _build/wheel $(WHEEL_VENV) _build/wheel-run _build/wheel-err.txt
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w _build/wheel .
 	rm -rf build  # setuptools' staging folder
 	python3 -m venv $(WHEEL_VENV)
@@ -76,6 +76,13 @@ test-wheel: $(STAMP)
 	cd _build && ./wheel-venv/bin/python -m hapref.train --help > /dev/null
 	cd _build && ./wheel-venv/bin/python -m hapref.data.download --help > /dev/null
 	cd _build && ./wheel-venv/bin/python -m hapref.data.download list | grep -q "annotations: "
+	cd _build && ./wheel-venv/bin/python -m hapref.features --help > /dev/null
+	# without the data extra a smoke run names the extra to install; with it, the run trains
+	cd _build && ! ./wheel-venv/bin/python -m hapref.train radial --profile smoke --out wheel-run 2> wheel-err.txt
+	grep -q "pip install 'hapref\[data\]'" _build/wheel-err.txt
+	$(WHEEL_VENV)/bin/python -m pip install -qq "$$(ls _build/wheel/hapref-*.whl)[data]" -c constraints.txt
+	cd _build && HAPREF_DATA=$(CURDIR)/_build/wheel-data ./wheel-venv/bin/python -m hapref.train radial \
+	    --profile smoke --out wheel-run --force --no-progress > /dev/null
 	@echo "wheel: installs and imports in a fresh venv"
 
 # benchmarks/gpu_check.py end to end on the CPU (smoke profiles, scaled shapes; under 3 minutes on 2 cores): the
