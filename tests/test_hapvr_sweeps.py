@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import load_benchmark
 
 from hapref.stats import claim_holds
@@ -52,7 +53,16 @@ def test_stored_sweep_layout_and_claims() -> None:
     data_seeds = {r["data_seed"] for r in stored["runs"]["hapvr"]}
     assert len(data_seeds) >= 2 and len({r["seed"] for r in stored["runs"]["hapvr"]}) >= 5
     for seed in data_seeds:
-        assert set(stored["untrained"][str(seed)]) == set(sweeps.TRAINING_FREE)
+        assert set(stored["untrained"][str(seed)]) == set(sweeps.TRAINING_FREE) | set(sweeps.ALIGNMENT)
+    tuning = stored["alignment_tuning"]                       # chosen on an instance no run is scored on
+    assert tuning["data_seed"] == sweeps.VALIDATION_SEED and str(sweeps.VALIDATION_SEED) not in stored["untrained"]
+    assert sweeps.VALIDATION_SEED not in {r["data_seed"] for rows in stored["runs"].values() for r in rows}
+    for name, (method, params) in sweeps.ALIGNMENT.items():
+        entry = tuning["methods"][name]
+        assert entry["method"] == method and entry["best"] == params
+        assert [r["params"] for r in entry["settings"]] == sweeps.ALIGNMENT_GRID[name][1]
+        assert max(r["mAP"] for r in entry["settings"]) == next(r["mAP"] for r in entry["settings"]
+                                                                if r["params"] == params)
     points = sorted(int(n) for n in stored["clip_curve"]["0"])   # the clip curve, on instance 0
     own = stored["settings"]["train_clips"]                       # the profile's own: the headline rows
     assert own in points and len(points) >= 2 and set(points) - {own} <= set(sweeps.CLIP_CURVE)
@@ -67,7 +77,24 @@ def test_stored_sweep_layout_and_claims() -> None:
     assert [rates[str(k)]["columns"] for k in sweeps.K_RATES][0] == 1 and rates["0.3"]["columns"] > 3
     for claim in stored["claims"]:
         assert claim_holds(stored, claim), claim
-        if claim["worse"].startswith("untrained:"):        # against the best training-free similarity
+        if claim["worse"].startswith("untrained:") and claim["worse"] != "untrained:best":   # named: the best
             name, metric = claim["worse"].split(":", 1)[1], claim["metric"]
             for methods in stored["untrained"].values():
                 assert methods[name][metric] == max(m[metric] for m in methods.values())
+
+
+def test_smoke_alignment_is_tuned_on_the_validation_instance_and_appended(tmp_path) -> None:
+    sweeps = load_script()
+    out = tmp_path / "a.json"
+    assert sweeps.main(["--profile", "smoke", "--tune-alignment", "--out", str(out)]) == 0
+    tuning = json.loads(out.read_text())["alignment_tuning"]
+    assert tuning["data_seed"] == sweeps.VALIDATION_SEED
+    for name, (method, grid) in sweeps.ALIGNMENT_GRID.items():
+        rows = tuning["methods"][name]["settings"]
+        assert [r["params"] for r in rows] == grid and all(0.0 <= r["mAP"] <= 1.0 for r in rows)
+    assert sweeps.main(["--profile", "smoke", "--alignment", "--variants", "--out", str(out)]) == 0
+    stored = json.loads(out.read_text())
+    assert set(stored["untrained"]["0"]) == set(sweeps.TRAINING_FREE) | set(sweeps.ALIGNMENT)
+    assert "alignment_tuning" in stored                       # kept beside the appended entries
+    with pytest.raises(ValueError, match="validation instance"):
+        sweeps.training_free_alignment("smoke", sweeps.VALIDATION_SEED)
