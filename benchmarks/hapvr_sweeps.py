@@ -100,6 +100,13 @@ times were up to 10x the CPU times): the clip curve's N = 8 and N = 32 points, `
 ``L_base_clipsN`` with seeds 0-2 (each point's pool of views about 230-250 s CPU; each run about 75 s CPU, 880 s
 wall with six run side by side at N = 8, 200 s with five at N = 32), and ``--long-targets`` (about 430 s CPU: the
 512-clip pool, one training, eight scorings of 134-frame targets). Not run, for the budget: N = 128.
+
+Issue 40: the alignment entries (``--tune-alignment`` about 4 min CPU for the 384 settings on instance 9 once
+its features exist, ``--alignment`` under a minute per instance; each instance's features about 4 min CPU) and
+the random-batch control ``random_batches`` (``HAPVRProfile.pair_batches=False``: the pool's batches draw 8 clips
+uniformly from the 512, with no clip/reshoot pairing; planned as 5 seeds x 2 instances, a new pool of views
+per instance, about 4 min CPU each plus 4 min per pool). Not stored, for the budget: the control's runs (with
+five other sweeps on the 2 cores, the first pool had not finished after 40 min).
 """
 
 from __future__ import annotations
