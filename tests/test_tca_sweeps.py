@@ -161,3 +161,23 @@ def test_mean_subtraction_matches_a_loop() -> None:
         torch.testing.assert_close(out[n, :k], x[n, :k] - 0.5 * x[n, :k].mean(0))
         assert out[n, k:].abs().sum() == 0
 
+
+
+def test_stored_context_sweep_holds_its_claims() -> None:
+    """book/data/tca_context_sweeps.json: TCA, the per-frame MLP and the untrained network over 5 seeds x 2
+    instances, every training-free entry per instance, and the claims the script declares (each holding)."""
+    sweeps = load_benchmark("tca_sweeps")
+    stored = json.loads(sweeps.OUTS["context"].read_text())
+    assert stored["profile"] == "context" and stored["claims"] == sweeps.CONTEXT_CLAIMS
+    assert stored["validation"]["data_seed"] == sweeps.VALIDATION_SEED
+    assert set(stored["untrained"]) == {"0", "1"}
+    for methods in stored["untrained"].values():
+        assert set(methods) == set(MEASURES) | CLOSED_FORM | CONTEXT_EXTRA
+    for variant in sweeps.CONTEXT_HEADLINE:
+        keys = {(r["seed"], r["data_seed"]) for r in stored["runs"][variant]}
+        assert keys >= {(s, d) for s in range(5) for d in (0, 1)}, variant
+    for claim in stored["claims"]:
+        assert claim_holds(stored, claim), (claim, claim_gaps(stored, claim))
+    best = {max(methods, key=lambda m: methods[m]["mAP"]) for methods in stored["untrained"].values()}
+    assert best == {"temporal_network"}      # the headline claims compare with the best training-free entry
+    assert {"better": "untrained:temporal_network", "worse": "tca", "metric": "mAP", "margin": 0.5} in stored["claims"]
