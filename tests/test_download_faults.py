@@ -144,15 +144,11 @@ def test_unpinned_download_records_an_unverified_hash(server, tmp_path):
 
 
 def test_cli_reports_connection_errors_without_a_traceback(server, tmp_path, monkeypatch, capsys):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "data_scripts_download", Path(__file__).resolve().parents[1] / "data_scripts" / "download.py")
-    cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cli)
-    from hapref.data.registry import RemoteFile
+    from hapref.data import registry
+    from hapref.data.download import main
     server.mode = "reset"
-    monkeypatch.setitem(cli.FEATURES, "dns", {"toy": RemoteFile(_url(server), "toy.hdf5")})
-    assert cli.main(["features", "toy", "--source", "dns", "--root", str(tmp_path)]) == 1
+    monkeypatch.setitem(registry.FEATURES, "dns", {"toy": registry.RemoteFile(_url(server), "toy.hdf5")})
+    assert main(["features", "toy", "--source", "dns", "--root", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "error: toy: download of" in err and "Run the same command again to resume" in err
     assert "Traceback" not in err
