@@ -45,3 +45,52 @@ def test_train_cli_default_folder_eval_lines_and_resume_step(tmp_path, monkeypat
     assert main(["tca", "--profile", "smoke", "--steps", "4", "--set", "eval_every=2", "--no-progress",
                  "--out", str(folders[0]), "--resume"]) == 0
     assert f"resuming {folders[0]} at step 4 of 4" in capsys.readouterr().out
+
+
+class _Toy:
+    """A least-squares task with one evaluated metric."""
+
+    def build_model(self):
+        import torch
+        return torch.nn.Linear(4, 1)
+
+    def batch(self, step, device):
+        import torch
+        return torch.randn(8, 4, generator=torch.Generator().manual_seed(step)).to(device)
+
+    def loss(self, model, batch):
+        return {"loss": (model(batch)[:, 0] - batch.sum(1)).pow(2).mean()}
+
+    def evaluate(self, model):
+        return {"mse": float(self.loss(model, self.batch(-1, "cpu"))["loss"])}
+
+
+def test_tensorboard_scalars_and_a_callback_at_each_evaluation(tmp_path):
+    """fit(tensorboard=True) writes the loss, lr and evaluated metrics as TensorBoard scalars at their steps;
+    on_evaluate sees the history after every evaluation (the CLI redraws curves.png there)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from hapref.train import TrainConfig, fit
+
+    seen = []
+    fit(_Toy(), TrainConfig(steps=6, eval_every=2, lr=1e-2), tmp_path, progress=False, tensorboard=True,
+        on_evaluate=lambda history, metrics: seen.append((history[-1]["step"], sorted(metrics))))
+    assert seen == [(2, ["mse"]), (4, ["mse"]), (6, ["mse"])]
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert {"loss", "lr", "mse"} <= set(events.Tags()["scalars"])
+    assert [e.step for e in events.Scalars("loss")] == [1, 2, 3, 4, 5, 6]
+    assert [e.step for e in events.Scalars("mse")] == [2, 4, 6]
+
+
+def test_train_cli_writes_tensorboard_and_curves(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    env = {**__import__("os").environ, "HAPREF_DATA": str(tmp_path / "data")}
+    text = subprocess.run([sys.executable, "-m", "hapref.train", "radial", "--profile", "smoke", "--out", str(out),
+                           "--no-progress"], capture_output=True, text=True, check=True, env=env).stdout
+    assert (out / "curves.png").stat().st_size > 0
+    assert any(p.name.startswith("events.out.tfevents") for p in (out / "tensorboard").iterdir())
+    assert "tensorboard/" in text

@@ -15,6 +15,7 @@ Under ``torchrun --nproc_per_node=N -m hapref.train <pipeline> ...`` the N proce
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from hapref import distributed as hd
@@ -213,14 +214,16 @@ def main(argv: list[str] | None = None) -> int:
             hd.barrier()
         run = {"pipeline": args.pipeline, "profile": args.profile, "loss": loss, "seed": args.seed}
         result = fit(task, config, out_dir=out, resume=args.resume, progress=not args.no_progress, run=run,
-                     force=args.force, announce=True)
+                     force=args.force, announce=True, tensorboard=True,
+                     on_evaluate=lambda history, metrics: save_curves(out, history, list(metrics)))
     except ModuleNotFoundError as err:   # e.g. the generated benchmarks' decoder, from a plain `pip install hapref`
         command.exit(2, f"{command.prog}: error: {missing_dependency(err)}\n")
     except ValueError as err:
         command.error(str(err))
     if hd.is_main_process():            # under torchrun: one eval line, from rank 0
         curves = ", curves.png" if save_curves(out, result.history, list(result.metrics)) else ""
-        print(f"run folder: {out} (config.json, checkpoint.pt, log.jsonl, metrics.json{curves})")
+        board = ", tensorboard/" if os.path.isdir(os.path.join(out, "tensorboard")) else ""
+        print(f"run folder: {out} (config.json, checkpoint.pt, log.jsonl, metrics.json{curves}{board})")
         print(pipeline.summary_line(result.metrics))
     hd.destroy_distributed()
     return 0

@@ -13,6 +13,7 @@ import random
 import shutil
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -380,9 +381,53 @@ def check_resumable(saved: dict[str, Any], new: dict[str, Any], path: Path) -> N
                          f"({'; '.join(diffs)}); use another --out, or --force to start it again")
 
 
+class ScalarLog:
+    """TensorBoard scalars of a run (``torch.utils.tensorboard``): each numeric field of a history entry at its step.
+
+    ``history`` (entries already logged, e.g. before a resume) is written first. Where the ``tensorboard`` package is
+    missing it warns once and writes nothing (``writer`` is None).
+
+    Examples:
+        >>> import tempfile, os
+        >>> folder = tempfile.mkdtemp()
+        >>> log = ScalarLog(folder, [{"step": 1, "loss": 0.9, "lr": 1e-3}])
+        >>> log.write({"step": 2, "loss": 0.7, "lr": 1e-3, "mAP": 0.5})
+        >>> log.close()
+        >>> log.writer is None or any(name.startswith("events.out.tfevents") for name in os.listdir(folder))
+        True
+    """
+
+    def __init__(self, folder: str | Path, history: list[dict[str, float]] = ()) -> None:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except (ImportError, ModuleNotFoundError):
+            warnings.warn("tensorboard is not installed: no TensorBoard scalars are written (pip install "
+                          "tensorboard)", stacklevel=3)
+            self.writer = None
+            return
+        self.writer = SummaryWriter(log_dir=str(folder))
+        for entry in history:
+            self.write(entry)
+
+    def write(self, entry: dict[str, float]) -> None:
+        """Every numeric field of ``entry`` but ``step``, as the scalar of that name at ``entry["step"]``."""
+        if self.writer is None:
+            return
+        for key, value in entry.items():
+            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.writer.add_scalar(key, value, int(entry["step"]))
+        self.writer.flush()
+
+    def close(self) -> None:
+        """Flush and close the event file."""
+        if self.writer is not None:
+            self.writer.close()
+
+
 def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resume: bool = False,
         progress: bool = True, run: dict[str, Any] | None = None, force: bool = False,
-        announce: bool = False) -> TrainResult:
+        announce: bool = False, tensorboard: bool = False,
+        on_evaluate: Callable[[list[dict[str, float]], dict[str, float]], object] | None = None) -> TrainResult:
     """Train ``task`` for ``config.steps`` AdamW steps; evaluate every ``eval_every`` steps and at the end.
 
     With ``out_dir``: ``config.json`` (:func:`hapref.train.loop.run_record`), a checkpoint (model, optimiser,
@@ -402,7 +447,11 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
     and random streams differ from an uninterrupted run.
 
     ``announce`` (the command line's choice) prints, from rank 0, the step a resumed run continues from and one
-    line per evaluation (``step N/S: metric=value ...``), with or without the progress bar.
+    line per evaluation (``step N/S: metric=value ...``), with or without the progress bar. ``tensorboard`` (also
+    the command line's) writes every logged scalar (loss terms, learning rate, evaluated metrics) to
+    ``<out_dir>/tensorboard`` for ``tensorboard --logdir``, where the ``tensorboard`` package is installed (a warning
+    says so where it is not). ``on_evaluate(history, metrics)`` is called on rank 0 after each evaluation (the
+    command line writes ``curves.png`` there).
 
     Examples:
         >>> import os, tempfile
@@ -512,6 +561,7 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
                  if hasattr(task, "preprocess") else {}}
         _save_state(state, out / CHECKPOINT)
 
+    board = ScalarLog(out / "tensorboard", history) if tensorboard and out is not None and main else None
     metrics: dict[str, float] = {}
     interval, last_save = config.checkpoint_interval(), time.monotonic()
     bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress or not main,
@@ -547,6 +597,10 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
                     values = " ".join(f"{k}={v:.4f}" for k, v in metrics.items() if isinstance(v, (int, float)))
                     bar.write(f"step {done}/{config.steps}: loss={entry['loss']:.4f} {values}")
             history.append(entry)
+            if board is not None:
+                board.write(entry)
+            if evaluated and main and on_evaluate is not None:
+                on_evaluate(history, metrics)
             if log is not None:
                 log.write(json.dumps(entry) + "\n")
                 log.flush()
@@ -559,6 +613,8 @@ def fit(task: Task, config: TrainConfig, out_dir: str | Path | None = None, resu
         bar.close()
         if log is not None:
             log.close()
+        if board is not None:
+            board.close()
     if not metrics and main:  # resumed from the final checkpoint: nothing left to train
         metrics = _evaluate(task, model)
     if out is not None and main:
