@@ -410,7 +410,14 @@ class ScalarLog:
             self.write(entry)
 
     def write(self, entry: dict[str, float]) -> None:
-        """Every numeric field of ``entry`` but ``step``, as the scalar of that name at ``entry["step"]``."""
+        """Every numeric field of ``entry`` but ``step``, as the scalar of that name at ``entry["step"]``.
+
+        Examples:
+            >>> import tempfile
+            >>> log = ScalarLog(tempfile.mkdtemp())
+            >>> log.write({"step": 3, "loss": 0.5, "note": "not a number: skipped"})
+            >>> log.close()
+        """
         if self.writer is None:
             return
         for key, value in entry.items():
@@ -419,7 +426,12 @@ class ScalarLog:
         self.writer.flush()
 
     def close(self) -> None:
-        """Flush and close the event file."""
+        """Flush and close the event file (nothing to do where tensorboard is missing).
+
+        Examples:
+            >>> import tempfile
+            >>> ScalarLog(tempfile.mkdtemp()).close()
+        """
         if self.writer is not None:
             self.writer.close()
 
