@@ -126,6 +126,7 @@ def _cases():
         "radial.plot_theorem_geometry": lambda: radial.plot_theorem_geometry(c=3.0),
         "radial.plot_violation_sweep": lambda: _violation_sweep(radial),
         "radial.plot_distance_curve": lambda: _distance_curve(radial),
+        "radial.plot_ranked_lists": lambda: _ranked_lists(radial),
         "ranking.plot_pairwise_vs_listwise": lambda: ranking.plot_pairwise_vs_listwise(
             {"A": [1, 0, 1, 0, 0], "B": [0, 1, 1, 0, 0]}),
         "ranking.plot_rank_sweep": lambda: ranking.plot_rank_sweep(8, [1, 4], 3),
@@ -183,6 +184,13 @@ def _distance_curve(radial):
                                       detected_cuts=[12], window=8)
 
 
+def _ranked_lists(radial):
+    thumb = np.zeros((8, 8, 3))
+    rows = {f"{name}\nNDCG 0.99{k}" if k == 1 else f"{name}, NDCG 0.99{k}": ([thumb] * 8, [2, 1, 0, 2, 1, 0, 2, 1])
+            for k, name in enumerate(("triplet", "quadlet", "radial"))}
+    return radial.plot_ranked_lists(thumb, rows)
+
+
 CASES = _cases()
 
 
@@ -214,3 +222,35 @@ def test_the_check_sees_small_text_and_missing_labels():
     ax.tick_params(labelsize=10)
     assert typography_problems(fig) == []
     plt.close(fig)
+
+
+def test_ranked_lists_texts_overlap_nothing():
+    """Radial Fig. 4 (fig-05-ranked): no text overlaps another text or a thumbnail, and every text is >= 9 pt."""
+    from hapref.plotting import radial
+
+    fig = _ranked_lists(radial)
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        texts = [t for t in ax.texts if _visible(t)] + list(fig.legends[0].get_texts())
+        boxes = [t.get_window_extent(renderer) for t in texts]
+        images = [im.get_window_extent(renderer) for im in ax.images]
+        assert len(images) == 1 + 3 * 8
+        for k, (text, bbox) in enumerate(zip(texts, boxes)):
+            assert text.get_fontsize() * displayed_scale(fig) >= MIN_POINTS, text.get_text()
+            for other in boxes[k + 1:] + images:
+                assert not bbox.overlaps(other), text.get_text()
+            assert fig.bbox.contains(bbox.x0, bbox.y0) and fig.bbox.contains(bbox.x1, bbox.y1), text.get_text()
+    finally:
+        plt.close(fig)
+
+
+def test_ranked_lists_refuse_rows_of_unequal_length():
+    from hapref.plotting import radial
+
+    thumb = np.zeros((8, 8, 3))
+    with pytest.raises(ValueError, match="rows"):
+        radial.plot_ranked_lists(thumb, {"a": ([thumb] * 3, [2, 1, 0]), "b": ([thumb] * 2, [2, 1])})
+    with pytest.raises(ValueError, match="rows"):
+        radial.plot_ranked_lists(thumb, {})

@@ -1,14 +1,16 @@
 """Figures of the Radial chapter: loss gradients on a quadlet, Theorem 3.1's geometry, violation sweeps,
-the sliding-window distance curve of the detection task."""
+graded ranked lists with thumbnails (Radial Fig. 4), the sliding-window distance curve of the detection task."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from matplotlib.axes import Axes
-from matplotlib.patches import Circle
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, Patch
 
 from hapref.data.highlights import HighlightVideo
 from hapref.losses.radial import QuadletLoss, RadialLoss, radial_centroid_and_radius
@@ -16,7 +18,7 @@ from hapref.plotting.training import readable_at_width
 from hapref.radial_theory import ORDER_RELATIONS, order_relations
 
 __all__ = ["ROLE_COLORS", "plot_quadlet_gradients", "plot_theorem_geometry", "plot_violation_sweep",
-           "plot_distance_curve"]
+           "plot_ranked_lists", "plot_distance_curve"]
 
 ROLE_COLORS = {"q": "#1565c0", "p": "#2e7d32", "i": "#f9a825", "n": "#c62828"}
 
@@ -135,6 +137,72 @@ def plot_violation_sweep(cs: Sequence[float], rates: Mapping[str, Mapping[str, S
     ax.legend(fontsize=10, ncol=2)
     ax.grid(alpha=0.3)
     return ax
+
+
+def plot_ranked_lists(query_image: np.ndarray, rows: Mapping[str, tuple[Sequence[np.ndarray], Sequence[int]]],
+                      width: float = 6.8, fontsize: float = 10) -> Figure:
+    """Radial Fig. 4: one query's ranked lists under several embeddings, thumbnails framed by relevance grade.
+
+    The query's thumbnail sits in its own column left of the lists; each row's label (e.g. the loss and its
+    NDCG) is written above the row, the ranks under the last row, and a legend names the three grades, so
+    no text overlaps a thumbnail or another text at any number of rows.
+
+    Args:
+        query_image: the query's thumbnail, an ``(H, W, 3)`` array (uint8 or float in [0, 1]).
+        rows: label -> (thumbnails of the retrieved items, top first; their grades, 2 = same sub-class,
+            1 = same class, 0 = other class). Every row has the same number of items.
+        width: figure width in inches (the book's column is 6.8 in); the height follows from the rows.
+        fontsize: size of every text in points (at least 9 pt on the page for ``width`` <= 6.8).
+
+    Returns:
+        The figure.
+
+    Examples:
+        >>> import matplotlib.pyplot as plt
+        >>> thumb = np.zeros((8, 8, 3))
+        >>> fig = plot_ranked_lists(thumb, {"triplet": ([thumb] * 4, [2, 1, 2, 0]),
+        ...                                 "radial": ([thumb] * 4, [2, 2, 1, 0])})
+        >>> len(fig.axes[0].images)  # the query and 2 x 4 thumbnails
+        9
+        >>> plt.close(fig)
+    """
+    if not rows:
+        raise ValueError("rows: at least one ranked list is needed")
+    lengths = {len(images) for images, _ in rows.values()} | {len(grades) for _, grades in rows.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"rows: every row needs as many thumbnails as grades, all of one length; got {lengths}")
+    from hapref.plotting.ranking import GRADE_COLORS, draw_ranked_list, grade_colors
+
+    top, box = lengths.pop(), 0.86
+    left, right = -1.25, top + 0.55
+    line = 1.3 * fontsize / 72 * (right - left) / width  # one line of text, in data units
+    pitch = box + 0.12 + line * max(label.count("\n") + 1 for label in rows)
+    bottom = -pitch * (len(rows) - 1) - box / 2 - 0.1 - line
+    height = width * (pitch - box / 2 - bottom) / (right - left) + 0.45  # + the legend's strip
+    fig, ax = plt.subplots(figsize=(width, height))
+    fig.subplots_adjust(left=0, right=1, top=1, bottom=0.45 / height)
+    for r, (label, (images, grades)) in enumerate(rows.items()):
+        y = -pitch * r
+        draw_ranked_list(ax, ["white"] * top, edgecolors=grade_colors(grades), images=list(images), y=y,
+                         fontsize=fontsize)
+        ax.text(1 - box / 2, y + box / 2 + 0.07, label, ha="left", va="bottom", fontsize=fontsize)
+    y_query = -pitch * (len(rows) - 1) / 2
+    ax.imshow(query_image, extent=(left + 0.05, left + 0.05 + box, y_query - box / 2, y_query + box / 2))
+    ax.text(left + 0.05 + box / 2, y_query + box / 2 + 0.07, "query", ha="center", va="bottom",
+            fontsize=fontsize)
+    y_rank = -pitch * (len(rows) - 1) - box / 2 - 0.08
+    for k in range(top):
+        ax.text(k + 1, y_rank, str(k + 1), ha="center", va="top", fontsize=fontsize)
+    ax.text(left + 0.05 + box / 2, y_rank, "rank", ha="center", va="top", fontsize=fontsize)
+    ax.set_xlim(left, right)
+    ax.set_ylim(bottom, pitch - box / 2)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    names = {2: "same sub-class", 1: "same class", 0: "other class"}
+    handles = [Patch(facecolor="white", edgecolor=GRADE_COLORS[g], linewidth=3, label=names[g]) for g in (2, 1, 0)]
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, fontsize=fontsize,
+               bbox_to_anchor=(0.5, 0.0))
+    return fig
 
 
 def plot_distance_curve(curve: torch.Tensor, video: HighlightVideo, detected_cuts: Sequence[int], window: int,
