@@ -112,12 +112,12 @@ def test_stored_delta_sweep_is_complete_and_its_delta_one_rows_are_the_stored_ru
     stored = json.loads(STORED.read_text())
     rows = stored["delta_sweep"]
     assert {(r["delta"], r["seed"], r["data_seed"]) for r in rows} == set(
-        itertools.product((0.0, 0.1, 0.3, 1.0), range(5), (0,)))
+        itertools.product((0.0, 0.1, 0.3, 1.0), range(5), (0, 1)))
     steps = list(range(sweeps.CURVE_EVERY, stored["settings"]["steps"] + 1, sweeps.CURVE_EVERY))
-    runs = {r["seed"]: r for r in stored["runs"]["autossvh"] if r["data_seed"] == 0}
+    runs = {(r["seed"], r["data_seed"]): r for r in stored["runs"]["autossvh"]}
     for row in rows:
         assert [p["step"] for p in row["curve"]] == steps
         assert row["curve"][-1]["GMAP"] == row["GMAP"]
         if row["delta"] == 1.0:                       # the stored run, retrained with evaluations in between
-            assert (row["GMAP"], row["informative_kept"]) == (runs[row["seed"]]["GMAP"],
-                                                              runs[row["seed"]]["informative_kept"])
+            run = runs[row["seed"], row["data_seed"]]
+            assert (row["GMAP"], row["informative_kept"]) == (run["GMAP"], run["informative_kept"])
