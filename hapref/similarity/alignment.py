@@ -181,8 +181,8 @@ def dtw_similarity(sims: Tensor, query_valid: Tensor | None = None, target_valid
     .. math::
         :label: eq-dtw
 
-        D(i, j) = \\max\\{D(i-1, j-1) + 2 s_{ij},\\; D(i-1, j) + s_{ij},\\; D(i, j-1) + s_{ij}\\},
-        \\qquad \\mathrm{DTW} = \\frac{D(L_q, L_t)}{L_q + L_t},
+        D(i, j) &= \\max\\{D(i-1, j-1) + 2 s_{ij},\\; D(i-1, j) + s_{ij},\\; D(i, j-1) + s_{ij}\\},\\\\
+        \\mathrm{DTW} &= \\frac{D(L_q, L_t)}{L_q + L_t},
 
     with ``D(0, 0) = 0`` and ``-inf`` elsewhere on the border (Sakoe and Chiba 1978). Two identical
     videos score the mean of the diagonal (1 for unit frames); every query and target frame is matched,
@@ -219,8 +219,9 @@ def dp_alignment(sims: Tensor, query_valid: Tensor | None = None, target_valid: 
     .. math::
         :label: eq-dp-alignment
 
-        H(i, j) = \\max\\{0,\\; H(i-1, j-1) + s_{ij} - b,\\; H(i-1, j) - g,\\; H(i, j-1) - g\\},
-        \\qquad \\mathrm{DP} = \\frac{\\max_{i, j} H(i, j)}{L_q}.
+        H(i, j) &= \\max\\{0,\\; H(i-1, j-1) + s_{ij} - b,\\\\
+        &\\qquad\\quad H(i-1, j) - g,\\; H(i, j-1) - g\\},\\\\
+        \\mathrm{DP} &= \\frac{\\max_{i, j} H(i, j)}{L_q}.
 
     ``local=True`` is Smith–Waterman (the 0 lets an alignment start anywhere, the maximum lets it end
     anywhere: a copy of any part of either video); ``local=False`` is Needleman–Wunsch (no 0, border
@@ -278,8 +279,9 @@ def temporal_network(sims: Tensor, query_valid: Tensor | None = None, target_val
     .. math::
         :label: eq-temporal-network
 
-        P(i, j) = s_{ij} + \\max\\Bigl(0, \\max_{\\substack{(i', j') \\in N,\\; i - w \\le i' < i,\\\\
-        j - w \\le j' < j}} P(i', j')\\Bigr), \\qquad \\mathrm{TN} = \\frac{\\max_{(i, j) \\in N} P(i, j)}{L_q}.
+        P(i, j) &= s_{ij} + \\max\\Bigl(0, \\max_{\\substack{(i', j') \\in N,\\; i - w \\le i' < i,\\\\
+        j - w \\le j' < j}} P(i', j')\\Bigr),\\\\
+        \\mathrm{TN} &= \\frac{\\max_{(i, j) \\in N} P(i, j)}{L_q}.
 
     Tan et al. find the path by network flow; on a directed acyclic graph this recursion is the same
     longest path. A copy of the whole query scores the mean of its diagonal.
@@ -337,8 +339,9 @@ def hough_voting(sims: Tensor, query_valid: Tensor | None = None, target_valid: 
     .. math::
         :label: eq-hough-voting
 
-        V(\\beta) = \\sum_{i} \\sum_{j \\in \\mathrm{top}_k(i),\\, s_{ij} > \\tau} (s_{ij} - \\tau)\\,
-        [\\lfloor (j - i + L_q - 1) / W \\rfloor = \\beta], \\qquad \\mathrm{HV} = \\frac{\\max_\\beta V(\\beta)}{L_q}.
+        V(\\beta) &= \\sum_{i} \\sum_{j \\in \\mathrm{top}_k(i),\\, s_{ij} > \\tau} (s_{ij} - \\tau)\\,
+        [\\lfloor (j - i + L_q - 1) / W \\rfloor = \\beta],\\\\
+        \\mathrm{HV} &= \\frac{\\max_\\beta V(\\beta)}{L_q}.
 
     A copy at any offset collects its matches in one bin; matches scattered in time (a shuffled or
     re-cut video) spread over many bins. Douze et al. also fit a playback-speed factor; the offset
