@@ -281,7 +281,6 @@ class MemoryBankInfoNCE(nn.Module):
             torch.Size([2])
         """
         keep = _check_sims(sims, valid, ignore)
-        sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
         return _cross_entropy_column0(self.logits(sims), keep, self.reduction)
 
 
@@ -356,7 +355,6 @@ class MemoryBankCircle(nn.Module):
             True
         """
         keep = _check_sims(sims, valid, ignore)
-        sims = sims.float() if sims.dtype in (torch.float16, torch.bfloat16) else sims
         return _cross_entropy_column0(self.logits(sims), keep, self.reduction)
 
 

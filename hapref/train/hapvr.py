@@ -450,7 +450,8 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
             return HAPVRData(**cached)
         # Worker processes (one thread each: the same bytes for any number of workers) render the clips and,
         # with a CPU encoder, encode them too; a GPU encoder stays in this process and encodes what they render.
-        if get_device().type == "cpu":
+        cpu_encoder = get_device().type == "cpu"
+        if cpu_encoder:
             views = parallel_map(_view_batch, range(p.view_batches), _encoder_state, (p,), progress=progress,
                                  desc="training views")
         else:
@@ -464,7 +465,7 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
         keys = [("queries", i) for i in range(len(bench.queries.videos))] + \
                [("database", i) for i in range(len(bench.database.videos))]
         encoded = parallel_map(_eval_video, keys, _encoder_state, (p,), progress=progress, desc="eval videos",
-                               workers=None if get_device().type == "cpu" else 1)
+                               workers=None if cpu_encoder else 1)
         queries, query_valid = pad_videos([whitening(x) for x in encoded[:len(bench.queries.videos)]])
         database, database_valid = pad_videos([whitening(x) for x in encoded[len(bench.queries.videos):]])
         data = HAPVRData(train=whitening(train), teacher=torch.stack([t for _, t, _ in views]),
@@ -476,16 +477,16 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
     return data
 
 
-def _encoder_state(p: HAPVRProfile) -> tuple:
-    """What each data worker builds once: the profile, its benchmark (from the cache), encoder and clip count."""
-    bench = build_copy_benchmark(p.benchmark, seed=p.benchmark_seed)
-    return p, bench, FrameEncoder(p, bench.config.frame_size), min(p.train_clips, len(clip_source(bench, p)))
-
-
 def _benchmark_state(p: HAPVRProfile) -> tuple:
     """What a rendering worker builds once: the profile, its benchmark (from the cache) and the clip count."""
     bench = build_copy_benchmark(p.benchmark, seed=p.benchmark_seed)
     return p, bench, None, min(p.train_clips, len(clip_source(bench, p)))
+
+
+def _encoder_state(p: HAPVRProfile) -> tuple:
+    """What an encoding worker builds once: :func:`_benchmark_state` with the frame encoder in its third slot."""
+    p, bench, _, n_clips = _benchmark_state(p)
+    return p, bench, FrameEncoder(p, bench.config.frame_size), n_clips
 
 
 def _render_batch(state: tuple, b: int) -> tuple[Tensor, Tensor]:
