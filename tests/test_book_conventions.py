@@ -1,0 +1,338 @@
+"""The book's page conventions, checked on the stored notebooks (no kernel, a second or two).
+
+Run for one chapter while editing it::
+
+    .venv/bin/python tests/test_book_conventions.py book/04_hapvr_end_to_end.ipynb
+
+Each rule is one function returning a list of violations (strings naming the cell):
+
+- ``solutions``: under ``## Exercises`` every markdown cell is either an exercise (it starts with ``**N.**``)
+  or a solution wholly inside a collapsed block (an ``admonition`` with ``:class: dropdown``); every code cell
+  there hides its input (``hide-input``) and, where it prints or draws, its output (``hide-output``), or is
+  removed (``remove-cell``). Every exercise has a solution before the next one. At least one solution code
+  cell is tagged ``rerun``: it changes a setting, re-runs a small experiment and asserts the expected outcome.
+- ``history``: no phrase of the book's development history or of its QA on a reader page.
+- ``long_outputs``: no visible text output longer than 15 lines (a table or a figure instead).
+- ``figures``: every figure (``mystnb.figure.name`` or a ``{figure}`` directive) is cited with
+  ``{numref}`` in the same chapter; the numbers are per chapter (``numfig_secnum_depth`` in ``_config.yml``).
+- ``png_dpi``: every PNG output declares 200 dpi or more (``%config InlineBackend.figure_formats``).
+- ``run_time``: the chapter's first cell states its run time on the CI machine, and the stored execution
+  (timestamps in the cell metadata, written on a 2-core machine) is within a factor of three of it.
+- ``from_scratch``: chapters 3-7 have a section written from scratch in plain PyTorch whose equality with the
+  package is asserted.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CHAPTERS = sorted(BOOK.glob("0*.ipynb"))
+MAX_OUTPUT_LINES = 15
+MIN_DPI = 199.5
+FROM_SCRATCH = ("03", "04", "05_", "06", "07")
+
+# Development history and QA talk: what changed between versions of the book, and what its tests check.
+HISTORY = [
+    r"earlier version", r"previous version", r"an older version", r"this chapter used before",
+    r"used before\b", r"the page checks", r"when (?:the page|it|the book) is built", r"\bwe (?:re-?ran|changed)\b",
+    r"before this (?:round|revision|rewrite)", r"\bnow (?:stores|reports|shows)\b",
+    r"\bissue \d+", r"\breviewer\b", r"\bQA\b", r"checked by (?:a )?hidden (?:test )?cells?",
+]
+_HISTORY = re.compile("|".join(HISTORY), re.IGNORECASE)
+_EXERCISE = re.compile(r"^\*\*(\d+)\.\*\*")
+_DROPDOWN = re.compile(r"^(`{3,}|:{3,})\{(admonition|dropdown)\}[^\n]*\n(?::[a-z_-]+:[^\n]*\n)*", re.MULTILINE)
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def source(cell: dict) -> str:
+    s = cell.get("source", "")
+    return "".join(s) if isinstance(s, list) else s
+
+
+def tags(cell: dict) -> set[str]:
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def _removed(cell: dict) -> bool:
+    return bool(tags(cell) & {"remove-cell", "remove-output"})
+
+
+def _where(i: int, cell: dict) -> str:
+    first = source(cell).strip().splitlines()[:1]
+    return f"cell {i} ({first[0][:50]!r})" if first else f"cell {i}"
+
+
+def _exercise_cells(nb: dict) -> list[tuple[int, dict]]:
+    start = None
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown" and re.search(r"^##\s+Exercises\s*$", source(cell), re.MULTILINE):
+            start = i
+    if start is None:
+        return []
+    head = source(nb["cells"][start])
+    cells = list(enumerate(nb["cells"]))[start + 1:]
+    after = head.split("Exercises", 1)[1].strip()
+    if after:  # exercise text in the heading's own cell
+        cells.insert(0, (start, {"cell_type": "markdown", "source": after, "metadata": {}}))
+    return cells
+
+
+def _is_dropdown(text: str) -> bool:
+    """The whole cell is one collapsed block: it opens with an admonition/dropdown fence, has
+    ``:class: dropdown`` (or is a ``{dropdown}``) and closes with the fence it opened with."""
+    text = text.strip()
+    m = _DROPDOWN.match(text)
+    if not m:
+        return False
+    fence = m.group(1)
+    if m.group(2) == "admonition" and not re.search(r"^:class:.*\bdropdown\b", m.group(0), re.MULTILINE):
+        return False
+    return text.endswith(fence) and text.rstrip(fence[0]).strip() != ""
+
+
+def solutions(nb: dict) -> list[str]:
+    out, exercises, solved, reruns = [], [], set(), 0
+    current = None
+    for i, cell in _exercise_cells(nb):
+        text = source(cell).strip()
+        if cell["cell_type"] == "markdown":
+            if not text:
+                continue
+            m = _EXERCISE.match(text)
+            if m:
+                current = int(m.group(1))
+                exercises.append(current)
+                if _DROPDOWN.search(text):
+                    out.append(f"{_where(i, cell)}: an exercise cell holds a collapsed block; give it its own cell")
+            elif _is_dropdown(text):
+                if current is None:
+                    out.append(f"{_where(i, cell)}: a solution before any exercise")
+                solved.add(current)
+            else:
+                out.append(f"{_where(i, cell)}: prose under Exercises that is neither an exercise (**N.**) "
+                           "nor inside a collapsed block (:class: dropdown)")
+        elif cell["cell_type"] == "code":
+            t = tags(cell)
+            if "rerun" in t:
+                reruns += 1
+                if "assert" not in source(cell):
+                    out.append(f"{_where(i, cell)}: a 'rerun' cell asserts nothing")
+            if "remove-cell" in t:
+                continue
+            if "hide-input" not in t:
+                out.append(f"{_where(i, cell)}: a solution's code is not collapsed (tag hide-input)")
+            if cell.get("outputs") and not t & {"hide-output", "remove-output"}:
+                out.append(f"{_where(i, cell)}: a solution's output is not collapsed (tag hide-output)")
+            if current is not None:
+                solved.add(current)
+    if not exercises:
+        out.append("no exercises (## Exercises with **1.** ...)")
+    for n in exercises:
+        if n not in solved:
+            out.append(f"exercise {n} has no collapsed solution")
+    if exercises and not reruns:
+        out.append("no solution cell tagged 'rerun' (change a setting, re-run, assert the outcome)")
+    return out
+
+
+def history(nb: dict) -> list[str]:
+    out = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code" and "remove-cell" in tags(cell):
+            continue
+        texts = [source(cell)] if cell["cell_type"] == "markdown" else [
+            "".join(o.get("text", "")) for o in cell.get("outputs", []) if not _removed(cell)]
+        for text in texts:
+            for m in _HISTORY.finditer(text):
+                lo = max(0, m.start() - 40)
+                out.append(f"{_where(i, cell)}: {text[lo:m.end() + 40]!r}")
+    return out
+
+
+def _text_lines(output: dict) -> int:
+    if output.get("output_type") == "stream":
+        return len("".join(output.get("text", "")).rstrip("\n").splitlines())
+    data = output.get("data", {})
+    if "text/html" in data or any(k.startswith("image/") for k in data):
+        return 0
+    return len("".join(data.get("text/plain", "")).rstrip("\n").splitlines())
+
+
+def long_outputs(nb: dict) -> list[str]:
+    out = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code" or tags(cell) & {"remove-cell", "remove-output", "hide-output"}:
+            continue
+        lines = sum(_text_lines(o) for o in cell.get("outputs", []))
+        if lines > MAX_OUTPUT_LINES:
+            out.append(f"{_where(i, cell)}: {lines} printed lines (at most {MAX_OUTPUT_LINES})")
+    return out
+
+
+def figures(nb: dict) -> list[str]:
+    names, text = [], []
+    for cell in nb["cells"]:
+        fig = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+        if fig.get("name"):
+            names.append(fig["name"])
+        if cell["cell_type"] == "markdown":
+            s = source(cell)
+            text.append(s)
+            names += re.findall(r"^:name:\s*(\S+)", s, re.MULTILINE)
+    cited = set(re.findall(r"\{numref\}`(?:[^`<]*<)?([\w-]+)>?`", "\n".join(text)))
+    return [f"figure {n} is never cited with {{numref}}" for n in names if n not in cited]
+
+
+def png_dpi(data: bytes) -> float | None:
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    at = 8
+    while at + 8 <= len(data):
+        length = int.from_bytes(data[at:at + 4], "big")
+        kind = data[at + 4:at + 8]
+        if kind == b"pHYs" and length == 9:
+            x, unit = int.from_bytes(data[at + 8:at + 12], "big"), data[at + 16]
+            return x * 0.0254 if unit == 1 else None
+        if kind in (b"IDAT", b"IEND"):
+            return None
+        at += 12 + length
+    return None
+
+
+def dpi(nb: dict) -> list[str]:
+    out = []
+    for i, cell in enumerate(nb["cells"]):
+        if _removed(cell):
+            continue
+        for o in cell.get("outputs", []):
+            png = o.get("data", {}).get("image/png")
+            if png:
+                d = png_dpi(base64.b64decode("".join(png)))
+                if d is None or d < MIN_DPI:
+                    out.append(f"{_where(i, cell)}: a PNG at {d or 'unstated'} dpi (at least 200)")
+    return out
+
+
+_RUN_TIME = re.compile(r"[Rr]un time:?\**\s*about\s+(\d+(?:\.\d+)?)\s*(s|min)\b")
+
+
+def stored_seconds(nb: dict) -> float | None:
+    stamps = []
+    for cell in nb["cells"]:
+        ex = cell.get("metadata", {}).get("execution", {})
+        for key in ("iopub.execute_input", "shell.execute_reply"):
+            if key in ex:
+                stamps.append(datetime.fromisoformat(ex[key].replace("Z", "+00:00")))
+    return (max(stamps) - min(stamps)).total_seconds() if stamps else None
+
+
+def run_time(nb: dict) -> list[str]:
+    first = source(nb["cells"][0])
+    m = _RUN_TIME.search(first)
+    if not m:
+        return ["the first cell does not state the chapter's run time ('Run time: about N s' / 'N min')"]
+    stated = float(m.group(1)) * (60 if m.group(2) == "min" else 1)
+    stored = stored_seconds(nb)
+    if stored is not None and not stored / 3 <= stated <= max(3 * stored, 10):
+        return [f"the first cell states {stated:.0f} s, the stored execution took {stored:.0f} s"]
+    return []
+
+
+def from_scratch(nb: dict) -> list[str]:
+    start = None
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown" and re.search(r"^#+ .*from scratch", source(cell),
+                                                          re.MULTILINE | re.IGNORECASE):
+            start = i
+            break
+    if start is None:
+        return ["no section '... from scratch' (the model and a training step in plain PyTorch)"]
+    for cell in nb["cells"][start:]:
+        if cell["cell_type"] == "code" and re.search(r"assert_close|assert ", source(cell)):
+            return []
+    return ["the from-scratch section asserts nothing against the package"]
+
+
+RULES = {"solutions": solutions, "history": history, "long_outputs": long_outputs, "figures": figures,
+         "png_dpi": dpi, "run_time": run_time, "from_scratch": from_scratch}
+
+
+def check(path: Path) -> dict[str, list[str]]:
+    nb = load(path)
+    found = {}
+    for name, rule in RULES.items():
+        if name == "from_scratch" and not path.name.startswith(FROM_SCRATCH):
+            continue
+        found[name] = rule(nb)
+    return found
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_convention(path: Path, rule: str) -> None:
+    if rule == "from_scratch" and not path.name.startswith(FROM_SCRATCH):
+        pytest.skip("only chapters 3-7 build a model")
+    problems = RULES[rule](load(path))
+    assert not problems, f"{path.name}, {rule}:\n  " + "\n  ".join(problems)
+
+
+def test_rules_catch_what_they_should() -> None:
+    """Each rule fails on a small notebook that breaks it and passes on one that keeps it."""
+    def md(s, **meta):
+        return {"cell_type": "markdown", "source": s, "metadata": meta}
+
+    def code(s, tags=(), outputs=()):
+        return {"cell_type": "code", "source": s, "metadata": {"tags": list(tags)}, "outputs": list(outputs)}
+
+    good = {"cells": [md("# T\n\n*Run time: about 5 s on the CI machine.*"),
+                      md("See {numref}`fig-x`."),
+                      {**code("plot()"), "metadata": {"mystnb": {"figure": {"name": "fig-x"}}}},
+                      md("## Exercises\n\n**1.** Do it."),
+                      md("```{admonition} Solution\n:class: dropdown\nIt works.\n```"),
+                      code("assert 1", tags=["hide-input", "rerun"])]}
+    assert solutions(good) == [] and figures(good) == [] and run_time(good) == []
+    bad = {"cells": [md("# T"), {**code("plot()"), "metadata": {"mystnb": {"figure": {"name": "fig-y"}}}},
+                     md("## Exercises\n\n**1.** Do it."), md("It works: an earlier version said so."),
+                     code("print('\\n' * 20)", outputs=[{"output_type": "stream", "text": "a\n" * 20}])]}
+    assert len(solutions(bad)) >= 3 and figures(bad) and run_time(bad)
+    assert history(bad) and long_outputs(bad)
+
+
+def write_run_time(path: Path) -> None:
+    """Rewrites the run-time line of the first cell from the stored execution's timestamps."""
+    nb = load(path)
+    seconds = stored_seconds(nb)
+    if seconds is None:
+        return
+    stated = f"{max(5, round(seconds / 5) * 5):.0f} s" if seconds < 150 else f"{seconds / 60:.0f} min"
+    cell = nb["cells"][0]
+    text, n = _RUN_TIME.subn(lambda m: m.group(0)[:m.start(1) - m.start(0)] + stated, source(cell), count=1)
+    if n:
+        cell["source"] = text.splitlines(keepends=True)
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--write-run-time"]:
+        for p in sys.argv[2:]:
+            write_run_time(Path(p))
+        sys.exit(0)
+    paths = [Path(p) for p in sys.argv[1:]] or CHAPTERS
+    total = 0
+    for p in paths:
+        for rule, problems in check(p).items():
+            for problem in problems:
+                print(f"{p.name} [{rule}] {problem}")
+            total += len(problems)
+    print(f"{total} problem(s)")
+    sys.exit(1 if total else 0)
