@@ -80,7 +80,11 @@ def _exercise_cells(nb: dict) -> list[tuple[int, dict]]:
     if start is None:
         return []
     head = source(nb["cells"][start])
-    cells = list(enumerate(nb["cells"]))[start + 1:]
+    cells = []
+    for i, cell in list(enumerate(nb["cells"]))[start + 1:]:
+        if cell["cell_type"] == "markdown" and re.match(r"#{1,2}\s", source(cell).lstrip()):
+            break  # the next section (an appendix after the exercises)
+        cells.append((i, cell))
     after = head.split("Exercises", 1)[1].strip()
     if after:  # exercise text in the heading's own cell
         cells.insert(0, (start, {"cell_type": "markdown", "source": after, "metadata": {}}))

@@ -9,6 +9,7 @@ For every HTML page it asserts that
 - no console error, uncaught exception or failed load is reported,
 - every image loads (``HTMLImageElement.decode`` resolves with a non-zero natural width),
 - no raw TeX delimiter (``$$``, ``\\(``, ``\\[``) is left in the rendered text once MathJax has typeset the page,
+- every solution under a chapter's Exercises heading, prose and code, is collapsed until opened,
 - and, at a 1280-px window (the conventions of issue 33), the typography of the text column:
   no figure image is displayed below 75 % of its natural width, and no code block, cell output, table or
   display equation scrolls or is clipped sideways (an element whose ``scrollWidth`` exceeds its
@@ -142,6 +143,53 @@ TYPOGRAPHY = r"""
 """.replace("MIN_SCALE", repr(MIN_IMAGE_SCALE))
 
 
+# Runs in the loaded page: what a reader sees under the "Exercises" heading before opening anything. Every
+# solution (a dropdown admonition) shows only its title, every code cell there shows neither its code nor its
+# output; what remains visible is the exercises themselves. Reports each visible solution part.
+SOLUTIONS = r"""
+(() => {
+  const section = document.querySelector("section#exercises");
+  if (!section) { return JSON.stringify({found: false, visible: [], solutions: 0}); }
+  const hidden = el => el.offsetParent === null || el.closest("details:not([open])") !== null
+                       || el.getClientRects().length === 0 || getComputedStyle(el).visibility === "hidden";
+  const visible = [];
+  const admonitions = Array.from(section.querySelectorAll(".admonition")).filter(b => !b.closest("div.cell"));
+  for (const box of admonitions) {
+    const title = box.querySelector(".admonition-title, summary");
+    const name = (title ? title.textContent : box.textContent).trim().slice(0, 50);
+    if (!box.classList.contains("dropdown")) { visible.push(`not a dropdown: "${name}"`); continue; }
+    for (const part of box.children) {
+      if (part === title || part.matches(".admonition-title, summary, button, .toggle-button")) continue;
+      if (!hidden(part) && part.textContent.trim()) {
+        visible.push(`open solution: "${name}": "${part.textContent.trim().slice(0, 40)}"`);
+      }
+    }
+  }
+  for (const cell of section.querySelectorAll("div.cell")) {
+    for (const part of cell.querySelectorAll(".cell_input, .cell_output")) {
+      if (!hidden(part) && part.textContent.trim()) {
+        visible.push(`visible ${part.classList.contains("cell_input") ? "code" : "output"}: ` +
+                     `"${part.textContent.trim().slice(0, 40)}"`);
+      }
+    }
+  }
+  // Prose between a solution and the next exercise ("**N.**") that is outside any collapsed block.
+  let solved = false;
+  for (const part of section.children) {
+    if (part.matches("h1, h2, h3, span")) continue;
+    const strong = part.matches("p") && part.firstElementChild && part.firstElementChild.matches("strong")
+                   && part.textContent.trim().startsWith(part.firstElementChild.textContent.trim());
+    if (strong && /^\d+\.$/.test(part.firstElementChild.textContent.trim())) { solved = false; continue; }
+    if (part.matches("div.cell, .admonition")) { solved = true; continue; }
+    if (solved && !hidden(part) && part.textContent.trim()) {
+      visible.push(`prose outside a collapsed block: "${part.textContent.trim().slice(0, 40)}"`);
+    }
+  }
+  return JSON.stringify({found: true, visible: visible, solutions: admonitions.length});
+})()
+"""
+
+
 class DevTools:
     """A minimal DevTools-protocol session on one page target: commands by id, events kept in a list."""
 
@@ -250,7 +298,11 @@ def visit(page: DevTools, path: Path) -> dict:
     if "exceptionDetails" in typo:
         raise RuntimeError(f"typography script failed on {path}: {typo['exceptionDetails']}")
     violations = [v for v in json.loads(typo["result"]["value"]) if not _drawn_for_the_column(v)]
-    return {"seen": seen, "problems": _problems(page.events), "typography": violations}
+    sol = page.send("Runtime.evaluate", expression=SOLUTIONS, returnByValue=True, timeout=60000)
+    if "exceptionDetails" in sol:
+        raise RuntimeError(f"solutions script failed on {path}: {sol['exceptionDetails']}")
+    return {"seen": seen, "problems": _problems(page.events), "typography": violations,
+            "solutions": json.loads(sol["result"]["value"])}
 
 
 def png_dpi(path: Path) -> float | None:
@@ -370,6 +422,21 @@ def test_page_typography(page: DevTools, path: Path) -> None:
     assert not violations, (f"{len(violations)} typography violations at a {WINDOW[0]}-px window "
                             f"(figures >= {MIN_IMAGE_SCALE:.0%} of natural width, no sideways scrolling):\n"
                             + format_violations(_name(path), violations))
+
+
+def _chapters() -> list[Path]:
+    return [p for p in _pages() if p.parent.name == "book" and p.name[:2].isdigit()]
+
+
+@pytest.mark.parametrize("path", _chapters(), ids=_name)
+def test_solutions_are_collapsed(page: DevTools, path: Path) -> None:
+    """Under each chapter's Exercises heading a reader sees the exercises only: every solution, prose and code,
+    is collapsed until opened."""
+    sol = _visit_once(page, path)["solutions"]
+    assert sol["found"], f"{_name(path)} has no Exercises section"
+    assert sol["solutions"] > 0, f"{_name(path)}: no collapsed solution under Exercises"
+    assert not sol["visible"], f"{_name(path)}: solution parts visible before opening:\n  " + "\n  ".join(
+        sol["visible"])
 
 
 def report(html: Path) -> int:
