@@ -223,3 +223,26 @@ def test_smoke_pipeline_prints_the_eval_line(capsys: pytest.CaptureFixture[str])
     assert main(["autossvh", "--profile", "smoke", "--loss", "autossvh", "--no-progress"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("eval: mAP@5=") and "GMAP=" in last
+
+
+def test_released_noise_recipe_matches_a_literal_transcription() -> None:
+    """The released get_gumbel: S + Gumbel + 10 x Gaussian (Box-Muller of the same uniforms), standardised over
+    the whole tensor, then a softmax at 0.5 and its top k."""
+    from hapref.models.autossvh import released_logits
+
+    scores = torch.rand(3, 7, dtype=torch.float64)
+    z = released_logits(scores, generator=torch.Generator().manual_seed(4))
+    g = torch.Generator().manual_seed(4)
+    u = torch.rand((2, 3, 7), generator=g, dtype=torch.float64)
+    w = torch.rand((3, 7), generator=g, dtype=torch.float64)
+    raw = [[scores[i, j].item() - math.log(-math.log(max(w[i, j].item(), 1e-10)) + 1e-10) + 1e-10
+            + 10 * math.sqrt(-2 * math.log(u[0, i, j].item())) * math.cos(2 * math.pi * u[1, i, j].item())
+            for j in range(7)] for i in range(3)]
+    flat = [v for row in raw for v in row]
+    mean = sum(flat) / len(flat)
+    std = math.sqrt(sum((v - mean) ** 2 for v in flat) / (len(flat) - 1))
+    assert torch.allclose(z, (torch.tensor(raw, dtype=torch.float64) - mean) / std, atol=1e-12)
+    hard, index = gumbel_topk(scores, 3, temperature=0.5, generator=torch.Generator().manual_seed(4), noise="released")
+    assert torch.equal(index, torch.softmax(z / 0.5, -1).topk(3).indices.sort().values)
+    with pytest.raises(ValueError, match="noise"):
+        gumbel_topk(scores, 3, noise="gaussian")

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from hapref.validation import check_float_tensor
 
 __all__ = ["PRESETS", "AutoSSVHNet", "GradeNet", "HashPreset", "binarize_st", "drop_index", "gradient_reversal",
-           "gumbel_noise", "gumbel_topk", "hash_codes", "num_dropped", "random_drop", "sinusoidal_positions"]
+           "gumbel_noise", "gumbel_topk", "hash_codes", "released_logits", "num_dropped", "random_drop", "sinusoidal_positions"]
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,35 @@ def gumbel_noise(shape: torch.Size | tuple[int, ...], eps: float = 1e-10, genera
     return (-torch.log(-torch.log(u.clamp_min(eps)) + eps) + eps).to(dtype)
 
 
+def released_logits(scores: Tensor, eps: float = 1e-10, generator: torch.Generator | None = None) -> Tensor:
+    """The released code's perturbed scores (its ``get_gumbel``): ``z = S + G + 10·N``, standardised.
+
+    ``G`` Gumbel(0, 1) as in :func:`gumbel_noise`, ``N ~ N(0, 1)``; ``z`` is then centred and divided by its
+    standard deviation over the whole ``[B, T]`` tensor, ``(z − mean z) / std z``. The paper's Eq. 2 has
+    ``S + δ·G`` instead; the released code has no δ and softmaxes ``z`` at temperature 0.5. ``N`` is drawn by
+    Box–Muller from uniforms (``torch.randn`` rounds differently on different CPUs), in float64 and cast.
+
+    Args:
+        scores: [B, T] float frame scores.
+
+    Returns:
+        [B, T] perturbed scores of ``scores``'s dtype, mean 0 and standard deviation 1 over the tensor.
+
+    Examples:
+        >>> z = released_logits(torch.zeros(4, 25), generator=torch.Generator().manual_seed(0))
+        >>> z.shape, round(z.mean().item(), 6) + 0.0, round(z.std().item(), 6)
+        (torch.Size([4, 25]), 0.0, 1.0)
+    """
+    scores = check_float_tensor(scores, "scores", 2)
+    u = torch.rand((2, *scores.shape), generator=generator, dtype=torch.float64)
+    gauss = torch.sqrt(-2 * torch.log(u[0].clamp_min(eps))) * torch.cos(2 * torch.pi * u[1])
+    g = gumbel_noise(scores.shape, eps, generator, scores.device, scores.dtype)
+    z = scores + g + 10 * gauss.to(scores.device, scores.dtype)
+    return (z - z.mean()) / z.std()
+
+
 def gumbel_topk(scores: Tensor, k: int, delta: float = 1.0, temperature: float = 1.0, eps: float = 1e-10,
-                generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+                generator: torch.Generator | None = None, noise: str = "gumbel") -> tuple[Tensor, Tensor]:
     """Differentiable top-``k`` frame choice (AutoSSVH Eq. 2 and 4) with a straight-through estimator.
 
     ``p = softmax((S + δ·G) / temperature)`` over the frames; the forward value is the exact k-hot
@@ -95,6 +122,8 @@ def gumbel_topk(scores: Tensor, k: int, delta: float = 1.0, temperature: float =
         scores: [B, T] frame scores.
         k: frames to pick, 0 <= k <= T.
         delta: Gumbel noise scale δ (0 = deterministic top-k of the scores).
+        noise: ``"gumbel"`` (the paper's ``S + δ·G``) or ``"released"`` (:func:`released_logits`, the
+            released code's recipe, δ unused; it softmaxes at ``temperature`` 0.5).
 
     Returns:
         ``(hard, index)``: [B, T] k-hot (ST) and the [B, k] picked indices in temporal order.
@@ -103,14 +132,26 @@ def gumbel_topk(scores: Tensor, k: int, delta: float = 1.0, temperature: float =
         >>> hard, index = gumbel_topk(torch.tensor([[0.1, 0.9, 0.5, 0.2]]), k=2, delta=0.0)  # no noise: the top 2
         >>> hard, index
         (tensor([[0., 1., 1., 0.]]), tensor([[1, 2]]))
+        >>> s, g = torch.tensor([[0.1, 0.9, 0.5, 0.2]]).expand(4000, -1), torch.Generator().manual_seed(0)
+        >>> hard, _ = gumbel_topk(s, 2, generator=g)  # the paper's δ = 1: frame 1 dropped most often
+        >>> [round(v, 1) for v in hard.detach().mean(0).tolist()]
+        [0.4, 0.7, 0.5, 0.4]
+        >>> hard, _ = gumbel_topk(s, 2, temperature=0.5, generator=g, noise="released")
+        >>> [round(v, 1) for v in hard.detach().mean(0).tolist()]  # 10x Gaussian noise swamps the scores
+        [0.5, 0.5, 0.5, 0.5]
     """
     scores = check_float_tensor(scores, "scores", 2)
+    if noise not in ("gumbel", "released"):
+        raise ValueError(f"noise must be 'gumbel' or 'released', got {noise!r}")
     if not 0 <= k <= scores.shape[1]:
         raise ValueError(f"k must lie in [0, T={scores.shape[1]}], got {k}")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
-    noise = gumbel_noise(scores.shape, eps, generator, scores.device, scores.dtype)
-    soft = torch.softmax((scores + delta * noise) / temperature, dim=-1)
+    if noise == "released":
+        logits = released_logits(scores, eps, generator)
+    else:
+        logits = scores + delta * gumbel_noise(scores.shape, eps, generator, scores.device, scores.dtype)
+    soft = torch.softmax(logits / temperature, dim=-1)
     index = soft.topk(k, dim=-1).indices.sort(dim=-1).values
     hard = torch.zeros_like(soft).scatter(-1, index, 1.0)
     return hard - soft.detach() + soft, index
@@ -344,7 +385,8 @@ class AutoSSVHNet(nn.Module):
         return torch.tanh(self.head(self.norm(self.blocks(tokens))))
 
     def sample(self, x: Tensor, num_drop: int, adversarial: bool = True, delta: float = 1.0,
-               temperature: float = 1.0, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
+               temperature: float = 1.0, generator: torch.Generator | None = None,
+               noise: str = "gumbel") -> tuple[Tensor, Tensor, Tensor]:
         """Learned view: drop the ``num_drop`` highest Gumbel-perturbed Grade-Net frames (Eq. 2–5).
 
         With ``adversarial`` the scores pass a gradient-reversal layer, so training the whole net on
@@ -371,7 +413,7 @@ class AutoSSVHNet(nn.Module):
         scores = self.grade(tokens)
         if adversarial:
             scores = gradient_reversal(scores)
-        hard, drop = gumbel_topk(scores, num_drop, delta, temperature, generator=generator)
+        hard, drop = gumbel_topk(scores, num_drop, delta, temperature, generator=generator, noise=noise)
         kept, keep = drop_index(tokens * (1.0 - hard)[..., None], drop)
         return kept, keep, drop
 

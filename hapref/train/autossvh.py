@@ -428,7 +428,8 @@ class AutoSSVHTask:
         for v in range(2):
             generator = rank_stream(torch.Generator().manual_seed(self.seed * 7_919 + 2 * step + v))
             kept, _, drop = model.sample(x, self.num_drop, adversarial=self.adversarial, delta=self.settings["delta"],
-                                         generator=generator)
+                                         temperature=self.settings.get("temperature", 1.0), generator=generator,
+                                         noise=self.settings.get("noise", "gumbel"))
             out.append((kept, drop))
         return out
 
