@@ -40,7 +40,8 @@ def _points(ax: plt.Axes) -> None:
                     zorder=4)
 
 
-def draw(path: Path) -> None:
+def draw(path: Path) -> dict:
+    """Writes the figure to ``path`` (PNG, 200 dpi); returns the drawn centroid ``X_G`` and radius ``R``."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(6.8, 4.6))
     q = np.array(ROLES["q"][0])
     # left: circles around q through p, i and n (the order of the distances from the query)
@@ -84,6 +85,7 @@ def draw(path: Path) -> None:
     fig.tight_layout(rect=(0, 0.17, 1, 1))
     fig.savefig(path, dpi=200)
     plt.close(fig)
+    return {"centre": centre, "radius": radius}
 
 
 if __name__ == "__main__":
