@@ -31,3 +31,20 @@ def test_label_panel_shows_the_three_states_with_a_legend():
     plt.close(fig)
     with pytest.raises(ValueError, match="bool"):
         plot_pseudo_labels({}, {"labels": (pos.int(), neg)})
+
+
+def test_true_matches_are_outlined_on_every_panel():
+    sim = torch.rand(6, 6, generator=torch.Generator().manual_seed(1))
+    labels = frame_pseudo_labels(sim, 0.35, 0.35)
+    matches = torch.eye(6, dtype=torch.bool)
+    fig = plot_pseudo_labels({"teacher": sim}, {"labels": labels}, stack=True, matches=matches)
+    panels = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+    for ax in panels:
+        corners = sorted((p.get_y() + 0.5, p.get_x() + 0.5) for p in ax.patches)
+        assert corners == [(i, i) for i in range(6)]          # (row, column) of each outline
+    assert "true match" in [t.get_text() for t in fig.legends[0].get_texts()]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="matches"):
+        plot_pseudo_labels({"teacher": sim}, {}, matches=torch.eye(5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="matches"):
+        plot_pseudo_labels({"teacher": sim}, {}, matches=torch.eye(6))

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from torch import Tensor
 
 __all__ = ["LABEL_COLORS", "minmax_rescale", "plot_pseudo_labels"]
@@ -39,13 +39,15 @@ def minmax_rescale(scores: Tensor | np.ndarray) -> np.ndarray:
 
 
 def plot_pseudo_labels(similarities: Mapping[str, Tensor], labels: Mapping[str, tuple[Tensor, Tensor]],
-                       stack: bool = False) -> Figure:
+                       stack: bool = False, matches: Tensor | None = None) -> Figure:
     """Teacher frame similarities (Eq. 13) next to the pseudo labels they induce (Eq. 14), with a colour legend.
 
     ``similarities[title] = [Ti, Tj]`` float matrices (one panel each, viridis with a colour bar) and
     ``labels[title] = (positive, negative)`` bool ``[Ti, Tj]`` masks of :func:`hapref.losses.frame_pseudo_labels`
     (one panel each: positive / ignored / negative, see :data:`LABEL_COLORS`). Rows are query frames, columns
     target frames. ``stack=True`` puts the panels one above the other (for a narrow text column).
+    ``matches``, where the true frame correspondences are known (e.g. a copy that keeps the query's timing),
+    is a bool ``[Ti, Tj]`` mask of them: each true match is outlined in black on every panel.
 
     Examples:
         >>> from hapref.losses import frame_pseudo_labels
@@ -54,9 +56,19 @@ def plot_pseudo_labels(similarities: Mapping[str, Tensor], labels: Mapping[str, 
         >>> len(fig.axes)  # two panels and a colour bar
         3
         >>> plt.close(fig)
+        >>> fig = plot_pseudo_labels({"teacher": sim}, {}, matches=torch.eye(6, dtype=torch.bool))
+        >>> len(fig.axes[0].patches)  # one outline per true match
+        6
+        >>> plt.close(fig)
     """
     if not similarities and not labels:
         raise ValueError("nothing to draw: pass at least one similarity matrix or one pair of label masks")
+    shapes = [tuple(torch.as_tensor(s).shape) for s in similarities.values()]
+    shapes += [tuple(pos.shape) for pos, _ in labels.values()]
+    if matches is not None and (not isinstance(matches, Tensor) or matches.dtype != torch.bool
+                                or any(tuple(matches.shape) != shape for shape in shapes)):
+        raise ValueError(f"matches must be a bool mask of the panels' shape {shapes[0]}, got "
+                         f"{getattr(matches, 'dtype', type(matches).__name__)} {tuple(getattr(matches, 'shape', ()))}")
     panels = len(similarities) + len(labels)
     shape, size = ((panels, 1), (4.6, 3.3 * panels + 0.5)) if stack else ((1, panels), (3.6 * panels, 3.6))
     fig, axes = plt.subplots(*shape, figsize=size, squeeze=False)
@@ -73,6 +85,13 @@ def plot_pseudo_labels(similarities: Mapping[str, Tensor], labels: Mapping[str, 
         ax.imshow(state.numpy(), cmap=cmap, vmin=-0.5, vmax=2.5)
         ax.set(title=title, xlabel="target frame", ylabel="query frame")
     handles = [Patch(facecolor=c, edgecolor="#777777", label=name) for name, c in LABEL_COLORS.items()]
-    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.5 / size[1] if stack else 0.07, 1, 1))
+    if matches is not None:
+        for ax in axes[:panels]:
+            for i, j in matches.nonzero().tolist():
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.3))
+        handles.append(Patch(facecolor="none", edgecolor="black", linewidth=1.3, label="true match"))
+    ncol = 2 if stack and len(handles) > 3 else len(handles)      # a narrow stacked figure: two rows
+    fig.legend(handles=handles, loc="lower center", ncol=ncol, frameon=False, bbox_to_anchor=(0.5, -0.02))
+    legend_rows = -(-len(handles) // ncol)
+    fig.tight_layout(rect=(0, (0.2 + 0.3 * legend_rows) / size[1] if stack else 0.07, 1, 1))
     return fig
