@@ -13,6 +13,7 @@ Each rule is one function returning a list of violations (strings naming the cel
   cell is tagged ``rerun``: it changes a setting, re-runs a small experiment and asserts the expected outcome.
 - ``history``: no phrase of the book's development history or of its QA on a reader page.
 - ``long_outputs``: no visible text output longer than 15 lines (a table or a figure instead).
+- ``code_lines``: no code line a reader can see or open is longer than 88 characters.
 - ``figures``: every figure (``mystnb.figure.name`` or a ``{figure}`` directive) is cited with
   ``{numref}`` in the same chapter; the numbers are per chapter (``numfig_secnum_depth`` in ``_config.yml``).
 - ``png_dpi``: every PNG output declares 200 dpi or more (``%config InlineBackend.figure_formats``).
@@ -183,6 +184,21 @@ def long_outputs(nb: dict) -> list[str]:
     return out
 
 
+MAX_CODE_LINE = 88
+
+
+def code_lines(nb: dict) -> list[str]:
+    """Code a reader can see (or open) is at most 88 characters a line: the column's width, no sideways scroll."""
+    out = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code" or tags(cell) & {"remove-cell", "remove-input"}:
+            continue
+        for line in source(cell).splitlines():
+            if len(line) > MAX_CODE_LINE:
+                out.append(f"{_where(i, cell)}: a {len(line)}-character line: {line[:40]!r}...")
+    return out
+
+
 def figures(nb: dict) -> list[str]:
     names, text = [], []
     for cell in nb["cells"]:
@@ -267,7 +283,8 @@ def from_scratch(nb: dict) -> list[str]:
     return ["the from-scratch section asserts nothing against the package"]
 
 
-RULES = {"solutions": solutions, "history": history, "long_outputs": long_outputs, "figures": figures,
+RULES = {"solutions": solutions, "history": history, "long_outputs": long_outputs, "code_lines": code_lines,
+         "figures": figures,
          "png_dpi": dpi, "run_time": run_time, "from_scratch": from_scratch}
 
 
@@ -310,6 +327,7 @@ def test_rules_catch_what_they_should() -> None:
                      code("print('\\n' * 20)", outputs=[{"output_type": "stream", "text": "a\n" * 20}])]}
     assert len(solutions(bad)) >= 3 and figures(bad) and run_time(bad)
     assert history(bad) and long_outputs(bad)
+    assert code_lines({"cells": [code("x" * 89)]}) and not code_lines({"cells": [code("x" * 88)]})
 
 
 def write_run_time(path: Path) -> None:
