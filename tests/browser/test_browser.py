@@ -30,12 +30,16 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_book_conventions import png_dpi as _png_dpi  # noqa: E402  (tests/, beside this folder)
 
 websocket = pytest.importorskip("websocket", reason="websocket-client is not installed")
 
@@ -306,24 +310,11 @@ def visit(page: DevTools, path: Path) -> dict:
 
 
 def png_dpi(path: Path) -> float | None:
-    """The resolution a PNG declares (its ``pHYs`` chunk, in pixels per inch), or None where it declares none."""
+    """The resolution a PNG file declares (its ``pHYs`` chunk, in pixels per inch), or None where it declares none."""
     try:
-        data = path.read_bytes()
+        return _png_dpi(path.read_bytes())
     except OSError:
         return None
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        return None
-    at = 8
-    while at + 8 <= len(data):
-        length = int.from_bytes(data[at:at + 4], "big")
-        kind = data[at + 4:at + 8]
-        if kind == b"pHYs" and length == 9:
-            x, unit = int.from_bytes(data[at + 8:at + 12], "big"), data[at + 16]
-            return x * 0.0254 if unit == 1 and x else None
-        if kind in (b"IDAT", b"IEND"):
-            return None
-        at += 12 + length
-    return None
 
 
 def _drawn_for_the_column(violation: dict) -> bool:
