@@ -247,13 +247,17 @@ _RUN_TIME = re.compile(r"[Rr]un time:?\**\s*about\s+(\d+(?:\.\d+)?)\s*(s|min)\b"
 
 
 def stored_seconds(nb: dict) -> float | None:
-    stamps = []
+    """The stored execution's time: the sum over code cells of input-to-reply (waits between cells, such as a
+    kernel that idles before the next request under load, are not the chapter's)."""
+    total, seen = 0.0, False
     for cell in nb["cells"]:
         ex = cell.get("metadata", {}).get("execution", {})
-        for key in ("iopub.execute_input", "shell.execute_reply"):
-            if key in ex:
-                stamps.append(datetime.fromisoformat(ex[key].replace("Z", "+00:00")))
-    return (max(stamps) - min(stamps)).total_seconds() if stamps else None
+        if "iopub.execute_input" in ex and "shell.execute_reply" in ex:
+            start, end = (datetime.fromisoformat(ex[k].replace("Z", "+00:00"))
+                          for k in ("iopub.execute_input", "shell.execute_reply"))
+            total += (end - start).total_seconds()
+            seen = True
+    return total if seen else None
 
 
 def run_time(nb: dict) -> list[str]:
