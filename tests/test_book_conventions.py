@@ -18,7 +18,8 @@ Each rule is one function returning a list of violations (strings naming the cel
   ``{numref}`` in the same chapter; the numbers are per chapter (``numfig_secnum_depth`` in ``_config.yml``).
 - ``png_dpi``: every PNG output declares 200 dpi or more (``%config InlineBackend.figure_formats``).
 - ``run_time``: the chapter's first cell states its run time on the CI machine, and the stored execution
-  (timestamps in the cell metadata, written on a 2-core machine) is within a factor of three of it.
+  (timestamps in the cell metadata, written on a 2-core machine that may have been busy) is within a factor of
+  four of it.
 - ``from_scratch``: chapters 3-7 have a section written from scratch in plain PyTorch whose equality with the
   package is asserted.
 """
@@ -267,7 +268,7 @@ def run_time(nb: dict) -> list[str]:
         return ["the first cell does not state the chapter's run time ('Run time: about N s' / 'N min')"]
     stated = float(m.group(1)) * (60 if m.group(2) == "min" else 1)
     stored = stored_seconds(nb)
-    if stored is not None and not stored / 3 <= stated <= max(3 * stored, 10):
+    if stored is not None and not stored / 4 <= stated <= max(4 * stored, 10):
         return [f"the first cell states {stated:.0f} s, the stored execution took {stored:.0f} s"]
     return []
 
