@@ -39,9 +39,9 @@ from hapref.models.autossvh import (PRESETS as AUTOSSVH_PRESETS, AutoSSVHNet, Gr
                                     gumbel_topk)
 
 __all__ += ["AUTOSSVH_PRESETS", "AutoSSVHNet", "GradeNet", "gradient_reversal", "gumbel_topk"]
-from hapref.models.autossvh import released_logits  # noqa: E402  (the released code's sampler noise)
+from hapref.models.autossvh import gumbel_noise, released_logits  # noqa: E402  (the sampler noises)
 
-__all__ += ["released_logits"]
+__all__ += ["gumbel_noise", "released_logits"]
 
 # Released S2VS / HAP-VR checkpoints as hapref similarity networks
 from hapref.models.released import load_released_network, released_state_dict  # noqa: E402
