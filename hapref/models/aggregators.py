@@ -179,7 +179,7 @@ class PerFrameMLP(nn.Module):
         >>> frames = model.frame_embeddings(x, valid)
         >>> torch.allclose(frames[0, 2], model.frame_embeddings(x[:1, 2:3])[0, 0])   # a frame alone: the same
         True
-        >>> tuple(model(x, valid).shape), float(frames[1, 3:].abs().sum())
+        >>> tuple(model(x, valid).shape), float(frames[1, 3:].detach().abs().sum())
         ((2, 8), 0.0)
     """
 
