@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -15,17 +14,11 @@ from hapref.similarity import chamfer_similarity, topk_chamfer
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import test_book_conventions as conventions  # noqa: E402
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("concept_figures", ROOT / "benchmarks" / "concept_figures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import load_benchmark  # noqa: E402
 
 
 def test_ap_area_shades_the_package_ap(tmp_path: Path) -> None:
-    ap = _script().ap_area(tmp_path / "ap_area.png")
+    ap = load_benchmark("concept_figures").ap_area(tmp_path / "ap_area.png")
     relevance = torch.tensor([1, 0, 1, 1, 0, 0, 1, 0, 0, 0], dtype=torch.bool)
     scores = torch.arange(10, 0, -1, dtype=torch.float64)
     assert abs(ap - average_precision(scores, relevance).item()) < 1e-12
@@ -34,7 +27,7 @@ def test_ap_area_shades_the_package_ap(tmp_path: Path) -> None:
 
 
 def test_frame_matrix_readings_are_the_package_ones(tmp_path: Path) -> None:
-    readings = _script().frame_matrix(tmp_path / "frame_matrix.png")
+    readings = load_benchmark("concept_figures").frame_matrix(tmp_path / "frame_matrix.png")
     rng = np.random.default_rng(0)  # the script's matrix, rebuilt
     sim = rng.uniform(0.05, 0.35, size=(6, 8))
     for q in range(5):

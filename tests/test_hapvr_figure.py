@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -13,17 +12,11 @@ from hapref.similarity import chamfer_similarity
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import test_book_conventions as conventions  # noqa: E402
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("hapvr_figure", ROOT / "benchmarks" / "hapvr_figure.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import load_benchmark  # noqa: E402
 
 
 def test_copy_and_reshoot_share_chamfer_but_not_the_diagonal(tmp_path: Path) -> None:
-    script = _script()
+    script = load_benchmark("hapvr_figure")
     scores = script.draw(tmp_path / "reads.png")
     copy, reshoot = script.matrices()
     for name, sim in (("copy", copy), ("reshoot", reshoot)):
