@@ -221,7 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         command.error(str(err))
     if hd.is_main_process():            # under torchrun: one eval line, from rank 0
-        curves = ", curves.png" if save_curves(out, result.history, list(result.metrics)) else ""
+        # each evaluation (the last step's too) drew curves.png already; a run resumed from its final checkpoint
+        # trains and evaluates nothing, so it is drawn here then
+        drawn = os.path.isfile(os.path.join(out, "curves.png"))
+        curves = ", curves.png" if drawn or save_curves(out, result.history, list(result.metrics)) else ""
         board = ", tensorboard/" if os.path.isdir(os.path.join(out, "tensorboard")) else ""
         print(f"run folder: {out} (config.json, checkpoint.pt, log.jsonl, metrics.json{curves}{board})")
         print(pipeline.summary_line(result.metrics))
