@@ -142,7 +142,7 @@ from hapref.features import TEMPORAL_DESCRIPTORS, concat_with_mean
 from hapref.features.frames import FeatureSplit
 from hapref.losses.radial import RadialLoss
 from hapref.train.loop import fit
-from hapref.train.radial import LOSSES, PROFILES, build, order_metrics
+from hapref.train.radial import LOSSES, PROFILES, build, order_dependence, order_metrics
 from hapref.utils import seed_everything
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "book" / "data" / "radial_sweeps.json"
@@ -153,7 +153,11 @@ C_CURVE = (1.5, 2.0, 4.0, 6.0)
 E2E_STEPS, E2E_BATCH = 24, 4
 #: Every trained run of a frozen-CNN variant stores ``"curve": [[step, fine_MAP], ...]`` at this period.
 CURVE_EVERY = 25
-VARIANTS = (*LOSSES, "untrained_network", *(f"radial_c{c:g}" for c in C_CURVE), "radial_e2e", "radial_short")
+#: The book's departures (``hapref.train.radial.HEADS``): ``<head>_<loss>`` trains that head instead of FC + LSTM.
+HEAD_VARIANTS = (*(f"{head}_{loss}" for head in ("linear", "meandiff") for loss in LOSSES),
+                 "weighting_radial", "weighting_triplet")
+VARIANTS = (*LOSSES, "untrained_network", *(f"radial_c{c:g}" for c in C_CURVE), "radial_e2e", "radial_short",
+            *HEAD_VARIANTS)
 METRICS = ("QP", "TP", "NDCG", "MAP", "fine_MAP")
 #: The instance the hand-crafted temporal descriptors are tuned on: used for nothing else (the sweep's
 #: stored instances are data seeds 0 and 1).
@@ -265,9 +269,10 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
     """Train (or, for ``untrained_network``, only initialise) one variant with one seed; the stored row."""
     if variant in ("radial_e2e", "radial_short"):
         return _short_run(profile, variant, seed, data_seed, steps)
-    loss = "radial" if variant.startswith("radial_c") or variant == "untrained_network" else variant
-    overrides = {"steps": str(steps)} if steps is not None else None
-    task, config = build(profile, loss, seed, progress=False, overrides=overrides, data_seed=data_seed)
+    head, loss = variant.split("_", 1) if variant in HEAD_VARIANTS else ("lstm", variant)
+    loss = "radial" if variant.startswith("radial_c") or variant == "untrained_network" else loss
+    overrides = {**({"steps": str(steps)} if steps is not None else {}), **({"head": head} if head != "lstm" else {})}
+    task, config = build(profile, loss, seed, progress=False, overrides=overrides or None, data_seed=data_seed)
     if variant.startswith("radial_c"):
         task.criterion = RadialLoss(c=float(variant.removeprefix("radial_c")), margin=0.3)
     if variant == "untrained_network":
@@ -278,8 +283,10 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
         return {"seed": seed, "data_seed": data_seed, **_round(metrics)}
     # fine MAP every CURVE_EVERY steps: evaluating draws no random number, so the last step is the same run
     result = fit(task, dataclasses.replace(config, eval_every=CURVE_EVERY), progress=False)
-    curve = [[int(h["step"]), round(float(h["fine_MAP"]), 6)] for h in result.history if "fine_MAP" in h]
-    return {"seed": seed, "data_seed": data_seed, **_round(result.metrics), "curve": curve}
+    curves = {key: [[int(h["step"]), round(float(h[metric]), 6)] for h in result.history if metric in h]
+              for key, metric in (("curve", "fine_MAP"), ("train_curve", "train_fine_MAP"))}
+    probe = {k: round(v, 6) for k, v in order_dependence(result.model.eval(), task.test_split).items()}
+    return {"seed": seed, "data_seed": data_seed, **_round(result.metrics), **curves, **probe}
 
 
 def add_curves(sweep: SweepFile, profile: str, variants: list[str], seeds: list[int], data_seed: int,
@@ -303,6 +310,25 @@ def add_curves(sweep: SweepFile, profile: str, variants: list[str], seeds: list[
             sweep.write()
             print(f"{variant} seed={row['seed']} data_seed={data_seed}: curve added ({wall:.1f} s)",
                   file=sys.stderr, flush=True)
+
+
+def drop_rows_without_train_curve(sweep: SweepFile, variants: list[str], seeds: list[int], data_seed: int,
+                                  keep: str | None = None) -> None:
+    """Remove the stored rows of (``variants``, ``seeds``, ``data_seed``) that have no ``"train_curve"``, so that
+    ``run_missing`` trains them again; the removed rows are appended to the JSON file ``keep`` when given."""
+    removed = {}
+    for variant in variants:
+        rows = sweep.data["runs"].get(variant, [])
+        old = [r for r in rows if r["data_seed"] == data_seed and r["seed"] in seeds and "train_curve" not in r]
+        if old:
+            removed[variant] = old
+            sweep.data["runs"][variant] = [r for r in rows if not any(r is o for o in old)]
+    if keep and removed:
+        path = Path(keep)
+        stored = json.loads(path.read_text()) if path.exists() else {}
+        for variant, rows in removed.items():
+            stored.setdefault(variant, []).extend(rows)
+        path.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
 
 
 def _short_run(profile: str, variant: str, seed: int, data_seed: int, steps: int | None) -> dict:
@@ -329,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--curves", action="store_true",
                         help="add the fine-MAP curve to stored runs without one (re-run, checked equal)")
+    parser.add_argument("--rerun-old", metavar="KEEP", default=None,
+                        help="re-run stored rows of --variants without a train_curve (old rows go to KEEP)")
     parser.add_argument("--tune", action="store_true",
                         help=f"score the descriptor grid on the validation data seed {VALIDATION_DATA_SEED} first")
     args = parser.parse_args(argv)
@@ -349,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         if missing:                                   # new training-free methods join the stored ones
             value, wall, cpu = sweep.timed(lambda: training_free(args.profile, args.data_seed, missing))
             sweep.add("untrained", {str(args.data_seed): {**stored, **value}}, wall, cpu)
+        if args.rerun_old:
+            drop_rows_without_train_curve(sweep, args.variants, args.seeds, args.data_seed, args.rerun_old)
         if args.curves:
             add_curves(sweep, args.profile, args.variants, args.seeds, args.data_seed, args.steps)
         sweep.run_missing(args.variants, args.seeds, args.data_seed,

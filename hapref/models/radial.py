@@ -18,9 +18,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
 
+from hapref.features.temporal import concat_with_mean, frame_differences, temporal_mean
 from hapref.validation import check_float_tensor
 
-__all__ = ["FC_LR_MULTIPLIER", "QuadletVideoNet", "frame_features", "pad_features"]
+__all__ = ["FC_LR_MULTIPLIER", "DescriptorHead", "MeanDiffPooling", "QuadletVideoNet", "frame_features",
+           "pad_features"]
 
 #: Learning-rate multiplier of the new (fully connected) layers relative to the pretrained CNN's
 #: (Radial "Experimental settings": "learning rate multiplier = 10", decay multiplier 1).
@@ -63,6 +65,17 @@ def pad_features(sequences: list[Tensor]) -> tuple[Tensor, Tensor]:
     if (lengths < 1).any():
         raise ValueError("every sequence in sequences needs at least one frame")
     return pad_sequence(sequences, batch_first=True), lengths
+
+
+def _check_padded(features: Tensor, lengths: Tensor, feature_dim: int) -> None:
+    """ValueError unless ``features`` is float ``[B, T, feature_dim]`` and ``lengths`` ``[B]`` in ``[1, T]``."""
+    check_float_tensor(features, "features", ndim=3)
+    if features.shape[-1] != feature_dim:
+        raise ValueError(f"features must have shape [B, T, {feature_dim}], got {tuple(features.shape)}")
+    if (not isinstance(lengths, Tensor) or lengths.is_floating_point() or lengths.shape != features.shape[:1]
+            or (lengths < 1).any() or (lengths > features.shape[1]).any()):
+        raise ValueError(f"lengths must be an integer [B] = [{features.shape[0]}] with values in "
+                         f"[1, {features.shape[1]}]")
 
 
 class QuadletVideoNet(nn.Module):
@@ -121,11 +134,7 @@ class QuadletVideoNet(nn.Module):
             >>> torch.allclose(emb[0], F.normalize(last_state, dim=-1), atol=1e-6)  # padding left no trace
             True
         """
-        check_float_tensor(features, "features", ndim=3)
-        if features.shape[-1] != self.feature_dim:
-            raise ValueError(f"features must have shape [B, T, {self.feature_dim}], got {tuple(features.shape)}")
-        if lengths.shape != features.shape[:1] or (lengths < 1).any() or (lengths > features.shape[1]).any():
-            raise ValueError(f"lengths must be [B] = [{features.shape[0]}] with values in [1, {features.shape[1]}]")
+        _check_padded(features, lengths, self.feature_dim)
         packed = pack_padded_sequence(self.fc(features), lengths.cpu(), batch_first=True, enforce_sorted=False)
         _, (hidden, _) = self.lstm(packed)
         return F.normalize(hidden[-1], dim=-1)
@@ -187,3 +196,118 @@ class QuadletVideoNet(nn.Module):
             cnn = [p for p in self.backbone.parameters() if p.requires_grad]
             groups.append({"params": cnn, "lr": lr / FC_LR_MULTIPLIER})
         return groups
+
+
+def _check_sizes(**sizes: int) -> None:
+    bad = {name: size for name, size in sizes.items() if isinstance(size, bool) or not isinstance(size, int)
+           or size < 1}
+    if bad:
+        raise ValueError(f"{', '.join(bad)} must be positive ints, got {bad}")
+
+
+class DescriptorHead(nn.Module):
+    """A head on the tuned motion descriptor: ``f = normalize(W d + b)`` or, diagonal, ``f = normalize(g ⊙ d)``.
+
+    ``d = normalize([m/‖m‖, w·Δ_k/‖Δ_k‖])`` ``[B, 2F]`` is :func:`hapref.features.concat_with_mean` of the frame
+    mean ``m`` and the pooled signed differences ``Δ_k`` (:func:`hapref.features.frame_differences`, lag ``k``);
+    the defaults ``lag=2, weight=1.0`` are the options chapter 5 tunes on its validation instance. A departure of
+    the book from the Radial paper (module docstring): the motion cue is in the input before any training, so
+    the head only has to re-weight it.
+
+    Args:
+        feature_dim: size ``F`` of the per-frame vectors.
+        embed_dim: output size of the linear layer (ignored with ``diagonal``: the output is ``2F``).
+        lag: the frame-difference lag ``k >= 1``.
+        weight: the weight ``w >= 0`` of the differences against the mean.
+        diagonal: a per-dimension weighting ``g`` ``[2F]`` initialised at ones instead of the linear layer
+            (Xavier-initialised ``W`` ``[embed_dim, 2F]``, zero ``b``).
+
+    Examples:
+        >>> _ = torch.manual_seed(0)
+        >>> head = DescriptorHead(feature_dim=6, embed_dim=4)
+        >>> padded, lengths = pad_features([torch.randn(3, 6), torch.randn(5, 6)])
+        >>> emb = head.embed_features(padded, lengths)
+        >>> emb.shape, torch.allclose(emb.norm(dim=1), torch.ones(2))
+        (torch.Size([2, 4]), True)
+
+        The diagonal head starts as the descriptor itself:
+
+        >>> weak = DescriptorHead(feature_dim=6, diagonal=True)
+        >>> d = concat_with_mean(padded, frame_differences(padded, lengths, lag=2), lengths, 1.0)
+        >>> weak.embed_features(padded, lengths).shape, torch.allclose(weak.embed_features(padded, lengths), d)
+        (torch.Size([2, 12]), True)
+    """
+
+    def __init__(self, feature_dim: int, embed_dim: int = 64, lag: int = 2, weight: float = 1.0,
+                 diagonal: bool = False) -> None:
+        super().__init__()
+        _check_sizes(feature_dim=feature_dim, embed_dim=embed_dim, lag=lag)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+            raise ValueError(f"weight must be a number >= 0, got {weight!r}")
+        self.feature_dim, self.lag, self.weight, self.diagonal = feature_dim, lag, float(weight), bool(diagonal)
+        if self.diagonal:
+            self.gain = nn.Parameter(torch.ones(2 * feature_dim))
+        else:
+            self.linear = nn.Linear(2 * feature_dim, embed_dim)
+            nn.init.xavier_uniform_(self.linear.weight)
+            nn.init.zeros_(self.linear.bias)
+
+    def descriptor(self, features: Tensor, lengths: Tensor) -> Tensor:
+        """The fixed input ``d`` ``[B, 2F]`` (unit rows) of padded features ``[B, T, F]`` and lengths ``[B]``.
+
+        Examples:
+            >>> x = torch.tensor([[[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]])
+            >>> DescriptorHead(2, lag=1).descriptor(x, torch.tensor([3]))  # normalize([(1, 1)/√2, (0, 1)])
+            tensor([[0.5000, 0.5000, 0.0000, 0.7071]])
+        """
+        _check_padded(features, lengths, self.feature_dim)
+        cue = frame_differences(features, lengths, lag=self.lag)
+        return concat_with_mean(features, cue, lengths, self.weight)
+
+    def embed_features(self, features: Tensor, lengths: Tensor) -> Tensor:
+        """Unit-norm embeddings ``[B, embed_dim]`` (``[B, 2F]`` diagonal) of padded features ``[B, T, F]``."""
+        d = self.descriptor(features, lengths)
+        return F.normalize(self.gain * d if self.diagonal else self.linear(d), dim=-1)
+
+    def param_groups(self, lr: float) -> list[dict]:
+        """One optimiser group: every parameter at ``lr`` (no backbone)."""
+        return [{"params": [p for p in self.parameters() if p.requires_grad], "lr": lr}]
+
+
+class MeanDiffPooling(nn.Module):
+    """A learned pooling of the frame mean and the pooled signed differences: ``f = normalize(A m + B Δ_k)``.
+
+    ``m`` ``[B, F]`` is :func:`hapref.features.temporal_mean` and ``Δ_k`` :func:`hapref.features.frame_differences`
+    (lag ``k``) of padded frame features ``[B, T, F]``; ``A`` and ``B`` are ``[embed_dim, F]`` without bias
+    (PyTorch's default initialisation). Reversing a clip keeps ``m`` and negates ``Δ_k``, so the head can tell
+    a clip from its reversal exactly as far as it learns ``B``. A departure of the book from the Radial paper
+    (module docstring).
+
+    Examples:
+        >>> _ = torch.manual_seed(0)
+        >>> pool = MeanDiffPooling(feature_dim=6, embed_dim=4)
+        >>> clip = torch.randn(1, 5, 6)
+        >>> forward, backward = (pool.embed_features(c, torch.tensor([5])) for c in (clip, clip.flip(1)))
+        >>> m = clip.mean(1)
+        >>> a, b = pool.mean_map(m), pool.diff_map(frame_differences(clip, lag=2))
+        >>> torch.allclose(forward, F.normalize(a + b)), torch.allclose(backward, F.normalize(a - b))
+        (True, True)
+    """
+
+    def __init__(self, feature_dim: int, embed_dim: int = 64, lag: int = 2) -> None:
+        super().__init__()
+        _check_sizes(feature_dim=feature_dim, embed_dim=embed_dim, lag=lag)
+        self.feature_dim, self.lag = feature_dim, lag
+        self.mean_map = nn.Linear(feature_dim, embed_dim, bias=False)
+        self.diff_map = nn.Linear(feature_dim, embed_dim, bias=False)
+
+    def embed_features(self, features: Tensor, lengths: Tensor) -> Tensor:
+        """Unit-norm embeddings ``[B, embed_dim]`` of padded features ``[B, T, F]`` and lengths ``[B]``."""
+        _check_padded(features, lengths, self.feature_dim)
+        mean = temporal_mean(features, lengths)
+        diff = frame_differences(features, lengths, lag=self.lag)
+        return F.normalize(self.mean_map(mean) + self.diff_map(diff), dim=-1)
+
+    def param_groups(self, lr: float) -> list[dict]:
+        """One optimiser group: every parameter at ``lr`` (no backbone)."""
+        return [{"params": [p for p in self.parameters() if p.requires_grad], "lr": lr}]

@@ -23,6 +23,8 @@ MODEL_CONSTRUCTORS: frozenset[str] = frozenset({
     "hapref.models.hapvr:build_hapvr_network",
     "hapref.train.tca:build_model",
     "hapref.models.radial:QuadletVideoNet",
+    "hapref.models.radial:DescriptorHead",         # Radial with head=linear / head=weighting
+    "hapref.models.radial:MeanDiffPooling",        # Radial with head=meandiff
     "hapref.train.radial:end_to_end_network",      # Radial with finetune_backbone=true (CNN weights in the run)
     "hapref.models.autossvh:AutoSSVHNet",
 })

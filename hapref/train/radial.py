@@ -9,6 +9,13 @@ step, and the new layers get the paper's learning-rate multiplier 10 over the pr
 "Experimental settings"): QP and TP on fixed quadlets from the test split (each quadlet gives the
 triplets (q,p,n) and (q,i,n)), NDCG with gains 2 / 1 / 0 and class-level MAP for test queries
 against the train split.
+
+``--set head=...`` chooses what trains on the frozen frame features (:data:`HEADS`): the paper's FC + LSTM
+(``lstm``, the default), or one of the book's departures of :mod:`hapref.models.radial`: a linear layer on the
+tuned motion descriptor (``linear``), the same descriptor re-weighted per dimension from the identity
+(``weighting``), or the learned pooling ``normalize(A·mean + B·diff)`` (``meandiff``). The evaluation adds
+``train_fine_MAP``: fine MAP of the training clips against each other, each query left out of its own ranking
+(what the head has memorised, beside the test ``fine_MAP``).
 """
 
 from __future__ import annotations
@@ -25,18 +32,24 @@ from hapref.features.frames import FeatureSplit, extract_finegrained_features
 from hapref.losses.radial import (EuclideanTripletLoss, QuadletLoss, Quadruplet1Loss, Quadruplet2Loss, RadialLoss,
                                   squared_distance)
 from hapref.metrics import mean_average_precision, ndcg, quadlet_precision, triplet_precision
-from hapref.models.radial import QuadletVideoNet, frame_features, pad_features
+from hapref.models.radial import DescriptorHead, MeanDiffPooling, QuadletVideoNet, frame_features, pad_features
 from hapref.distributed import get_world_size, rank_rows
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
 from hapref.utils import at_least_float32, cache_per_dtype
 
-__all__ = ["DEFAULT_LOSS", "LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "end_to_end_network",
-           "extract_finegrained_features", "finegrained_features", "make_loss", "order_metrics", "summary_line"]
+__all__ = ["DEFAULT_LOSS", "HEADS", "LOSSES", "PROFILES", "FeatureSplit", "RadialTask", "build", "end_to_end_network",
+           "extract_finegrained_features", "finegrained_features", "make_loss", "order_dependence", "order_metrics",
+           "summary_line", "train_fine_map"]
 
 LOSSES = ("triplet", "quadruplet1", "quadruplet2a", "quadruplet2b", "quadlet", "radial")
 #: The paper's method (radial term + triplet term, Radial Eq. 8 + Eq. 12); the others are its baselines.
 DEFAULT_LOSS = "radial"
+
+#: What trains on the frozen frame features (``--set head=...``): the paper's FC + LSTM, and the book's departures
+#: (:mod:`hapref.models.radial`): a linear layer on the tuned descriptor, its per-dimension weighting from the
+#: identity, and the learned mean + difference pooling. The embedding size is the profile's ``hidden_dim``.
+HEADS = ("lstm", "linear", "weighting", "meandiff")
 
 #: Run sizes: data set, frame CNN, optimisation. "quick" is the book's CPU setting.
 PROFILES: dict[str, dict] = {
@@ -166,6 +179,53 @@ def order_metrics(train_emb: Tensor, test_emb: Tensor, train: FeatureSplit, test
             "fine_MAP": float(mean_average_precision(scores, gains == 2))}
 
 
+def train_fine_map(train_emb: Tensor, train: FeatureSplit) -> float:
+    """Leave-one-out fine MAP on the training clips: each training clip queries the others (itself left out),
+    only its own sub-class relevant. Embeddings unit-norm float ``[N_train, E]``; near 1 when the head has
+    memorised its training set, whatever it does on test clips.
+
+    Examples:
+        >>> split = FeatureSplit(torch.zeros(4, 1, 1), torch.ones(4, dtype=torch.long),
+        ...                      torch.tensor([0, 0, 0, 0]), torch.tensor([0, 0, 1, 1]))
+        >>> emb = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+        >>> train_fine_map(emb, split)             # each clip's sibling comes first
+        1.0
+        >>> round(train_fine_map(emb[[0, 2, 1, 3]], split), 4)  # its sibling comes last of the three
+        0.3333
+    """
+    scores = train_emb @ train_emb.T
+    gains = relevance_gains(train.classes, train.subclasses, train.classes, train.subclasses).to(scores.device)
+    itself = torch.eye(len(scores), dtype=torch.bool, device=scores.device)
+    return float(mean_average_precision(scores, gains == 2, ignore=itself))
+
+
+def order_dependence(model: nn.Module, split: FeatureSplit, last: int = 3) -> dict[str, float]:
+    """How much a head's embedding depends on the frame order and on the last frames of a clip.
+
+    ``reversal_cos``: the mean cosine between each clip's embedding and that of the same frames reversed (1 for an
+    order-free embedding); ``last_cos``: the mean cosine between a clip and its last ``last`` frames alone (near 1
+    for an embedding that is a snapshot of the end of the clip). ``model`` has ``embed_features`` (any head of
+    :data:`HEADS` on frozen features); every clip of ``split`` needs at least ``last`` frames.
+
+    Examples:
+        >>> from hapref.models.radial import MeanDiffPooling
+        >>> split = FeatureSplit(torch.randn(3, 6, 5), torch.tensor([6, 5, 4]), torch.zeros(3), torch.zeros(3))
+        >>> _ = torch.manual_seed(0)
+        >>> probe = order_dependence(MeanDiffPooling(5, 4), split)
+        >>> sorted(probe), all(-1 <= v <= 1 for v in probe.values())
+        (['last_cos', 'reversal_cos'], True)
+    """
+    if isinstance(last, bool) or not isinstance(last, int) or not 1 <= last <= int(split.lengths.min()):
+        raise ValueError(f"last must be an int in [1, shortest clip = {int(split.lengths.min())}], got {last!r}")
+    device = next(model.parameters()).device
+    clips = [f[:int(n)] for f, n in zip(split.features, split.lengths)]
+    embed = lambda seqs: model.embed_features(*(t.to(device) for t in pad_features(seqs)))
+    with torch.no_grad():
+        whole, reversed_, end = embed(clips), embed([c.flip(0) for c in clips]), embed([c[-last:] for c in clips])
+    return {"reversal_cos": float((whole * reversed_).sum(-1).mean()),
+            "last_cos": float((whole * end).sum(-1).mean())}
+
+
 class RadialTask:
     """The :class:`hapref.train.loop.Task` of the Radial pipeline (one loss, one seed).
 
@@ -176,7 +236,13 @@ class RadialTask:
         >>> features.shape, arity, sorted(task.loss(model, (features, lengths, arity)))
         (torch.Size([32, 6, 128]), 4, ['loss'])
         >>> sorted(task.evaluate(model))
-        ['MAP', 'NDCG', 'QP', 'TP', 'fine_MAP']
+        ['MAP', 'NDCG', 'QP', 'TP', 'fine_MAP', 'train_fine_MAP']
+
+        Another head on the same features (``--set head=linear``):
+
+        >>> task = RadialTask({**PROFILES["smoke"], "head": "linear"}, "radial")
+        >>> type(task.build_model()).__name__, task.model_spec()["kwargs"]
+        ('DescriptorHead', {'feature_dim': 128, 'embed_dim': 32})
     """
 
     def __init__(self, profile: str | dict, loss: str, seed: int = 0, data_seed: int = 0) -> None:
@@ -192,13 +258,23 @@ class RadialTask:
                                              self.settings["eval_quadlets"], torch.Generator().manual_seed(12345))
         #: end to end (``finetune_backbone``): the raw frames of each split, fed through the trainable CNN
         self.finetune = bool(self.settings.get("finetune_backbone", False))
+        self.head = self.settings.get("head", "lstm")
+        if self.head not in HEADS:
+            raise ValueError(f"head must be one of {HEADS}, got {self.head!r}")
+        if self.finetune and self.head != "lstm":
+            raise ValueError(f"finetune_backbone=true trains the CNN under the FC + LSTM head only, "
+                             f"got head={self.head!r}")
         if self.finetune:
             self.train_videos, self.test_videos = _videos(json.dumps(self.settings["data"], sort_keys=True),
                                                           data_seed)
 
     def build_model(self) -> nn.Module:
         spec = self.model_spec()
-        return (end_to_end_network if self.finetune else QuadletVideoNet)(**spec["kwargs"])
+        factory = {"hapref.train.radial:end_to_end_network": end_to_end_network,
+                   "hapref.models.radial:QuadletVideoNet": QuadletVideoNet,
+                   "hapref.models.radial:DescriptorHead": DescriptorHead,
+                   "hapref.models.radial:MeanDiffPooling": MeanDiffPooling}[spec["factory"]]
+        return factory(**spec["kwargs"])
 
     def param_groups(self, model: nn.Module, lr: float) -> list[dict]:
         """The optimiser's groups (:meth:`hapref.models.radial.QuadletVideoNet.param_groups`): the head at ``lr``,
@@ -238,8 +314,15 @@ class RadialTask:
             >>> net.embed_features(task.test_split.features, task.test_split.lengths).shape
             torch.Size([8, 32])
         """
-        kwargs = {"feature_dim": int(self.train_split.features.shape[-1]),
-                  "fc_dim": self.settings["fc_dim"], "hidden_dim": self.settings["hidden_dim"]}
+        feature_dim = int(self.train_split.features.shape[-1])
+        if self.head == "meandiff":
+            return {"factory": "hapref.models.radial:MeanDiffPooling",
+                    "kwargs": {"feature_dim": feature_dim, "embed_dim": self.settings["hidden_dim"]}}
+        if self.head in ("linear", "weighting"):
+            extra = {"diagonal": True} if self.head == "weighting" else {"embed_dim": self.settings["hidden_dim"]}
+            return {"factory": "hapref.models.radial:DescriptorHead", "kwargs": {"feature_dim": feature_dim, **extra}}
+        kwargs = {"feature_dim": feature_dim, "fc_dim": self.settings["fc_dim"],
+                  "hidden_dim": self.settings["hidden_dim"]}
         if self.finetune:
             return {"factory": "hapref.train.radial:end_to_end_network",
                     "kwargs": {**kwargs, "backbone": dict(self.settings["backbone"])}}
@@ -257,7 +340,7 @@ class RadialTask:
     def loss(self, model: nn.Module, batch: tuple) -> dict[str, Tensor]:
         inputs, lengths, arity = batch
         embedded = model(inputs) if lengths is None else model.embed_features(inputs, lengths)
-        members = embedded.view(arity, -1, model.lstm.hidden_size).unbind(0)
+        members = embedded.view(arity, -1, embedded.shape[-1]).unbind(0)
         return {"loss": self.criterion(*members)}
 
     def embed(self, model: nn.Module, split: FeatureSplit) -> Tensor:
@@ -284,8 +367,10 @@ class RadialTask:
         return at_least_float32(model.embed_features(features.to(device), lengths))
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        return order_metrics(self.embed(model, self.train_split), self.embed(model, self.test_split),
-                             self.train_split, self.test_split, self.eval_quadlets)
+        train_emb = self.embed(model, self.train_split)
+        metrics = order_metrics(train_emb, self.embed(model, self.test_split), self.train_split, self.test_split,
+                                self.eval_quadlets)
+        return {**metrics, "train_fine_MAP": train_fine_map(train_emb, self.train_split)}
 
 
 def build(profile: str, loss: str, seed: int, progress: bool = True,
@@ -293,7 +378,8 @@ def build(profile: str, loss: str, seed: int, progress: bool = True,
     """The task and optimisation settings of one run (registry contract of :mod:`hapref.train`).
 
     ``overrides`` (``--set``) change profile keys (``data.size`` for nested ones) or :class:`TrainConfig` fields;
-    ``finetune_backbone=true`` trains the CNN with the head (end to end; default false, the frozen CNN).
+    ``finetune_backbone=true`` trains the CNN with the head (end to end; default false, the frozen CNN);
+    ``head=`` one of :data:`HEADS` chooses what trains on the frozen features (default ``lstm``).
     ``progress`` is part of that contract; the few seconds of feature extraction here show no bar.
     ``data_seed`` draws another instance of the profile's data set (same design and sizes, other clips).
 
@@ -304,12 +390,16 @@ def build(profile: str, loss: str, seed: int, progress: bool = True,
         >>> task, _ = build("smoke", "radial", seed=0, progress=False, overrides={"finetune_backbone": "true"})
         >>> task.finetune, task.build_model().finetunes_backbone
         (True, True)
+        >>> task, _ = build("smoke", "triplet", seed=0, progress=False, overrides={"head": "meandiff"})
+        >>> type(task.build_model()).__name__
+        'MeanDiffPooling'
     """
     settings = _profile(profile)
     config = TrainConfig(steps=settings["steps"], lr=settings["lr"], weight_decay=1e-4,
                          warmup_steps=settings["steps"] // 10, seed=seed)
     if overrides:
-        settings = {**settings, "finetune_backbone": bool(settings.get("finetune_backbone", False))}
+        settings = {**settings, "finetune_backbone": bool(settings.get("finetune_backbone", False)),
+                    "head": settings.get("head", "lstm")}
         if "steps" in overrides:            # the warm-up stays a tenth of the run unless it is set too
             config = dataclasses.replace(config, steps=int(overrides["steps"]),
                                          warmup_steps=int(overrides["steps"]) // 10)
