@@ -68,7 +68,7 @@ def test_a_tiny_end_to_end_run_trains_the_cnn() -> None:
     before = {k: v.clone() for k, v in task.build_model().state_dict().items()}
     result = fit(task, config, progress=False)
     after = result.model.state_dict()
-    assert set(result.metrics) == {"QP", "TP", "NDCG", "MAP", "fine_MAP"}
+    assert set(result.metrics) == {"QP", "TP", "NDCG", "MAP", "fine_MAP", "train_fine_MAP"}
     assert all(0.0 <= v <= 1.0 for v in result.metrics.values())
     moved = [k for k in before if before[k].is_floating_point() and not torch.equal(before[k], after[k])]
     assert any(k.startswith("backbone.") for k in moved) and any(k.startswith("fc.") for k in moved)
