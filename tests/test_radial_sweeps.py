@@ -101,3 +101,24 @@ def test_curves_are_stored_and_added_to_old_rows(tmp_path):
         raise AssertionError("a differing re-run must stop the sweep")
     except SystemExit as stop:
         assert "differs" in str(stop)
+
+
+def test_head_variants_store_train_curves_and_probes_and_old_rows_rerun(tmp_path):
+    sweeps = _script()
+    out, keep = tmp_path / "h.json", tmp_path / "old.json"
+    base = ["--profile", "smoke", "--steps", "4", "--seeds", "0", "--out", str(out)]
+    assert sweeps.main([*base, "--variants", "linear_radial", "meandiff_triplet", "weighting_radial", "radial"]) == 0
+    data = json.loads(out.read_text())
+    for variant in ("linear_radial", "meandiff_triplet", "weighting_radial", "radial"):
+        row = data["runs"][variant][0]
+        assert row["curve"][-1] == [4, row["fine_MAP"]] and len(row["train_curve"]) == 1
+        assert -1 <= row["reversal_cos"] <= 1 and -1 <= row["last_cos"] <= 1
+    assert data["runs"]["linear_radial"][0] != data["runs"]["radial"][0]   # another head, another run
+    old = dict(data["runs"]["radial"][0])
+    for key in ("train_curve", "reversal_cos", "last_cos"):               # a row stored before train curves
+        del data["runs"]["radial"][0][key]
+    data["runs"]["radial"][0]["fine_MAP"] += 0.1
+    out.write_text(json.dumps(data))
+    assert sweeps.main([*base, "--variants", "radial", "--rerun-old", str(keep)]) == 0
+    assert json.loads(out.read_text())["runs"]["radial"] == [old]             # trained again, same digits
+    assert json.loads(keep.read_text())["radial"][0]["fine_MAP"] == old["fine_MAP"] + 0.1

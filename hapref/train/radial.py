@@ -83,8 +83,8 @@ def finegrained_features(profile: str, data_seed: int = 0) -> tuple[FeatureSplit
         >>> train.features.shape, test.features.shape
         (torch.Size([12, 6, 128]), torch.Size([8, 6, 128]))
     """
-    settings = _profile(profile)
-    return extract_finegrained_features(settings["data"], settings["backbone"], data_seed)
+    settings = _profile(profile)   # one cache with the settings dicts of build(..., overrides) (same data, CNN)
+    return _features(json.dumps({k: settings[k] for k in ("data", "backbone")}, sort_keys=True), data_seed)
 
 
 def _profile(profile: str | dict) -> dict:
