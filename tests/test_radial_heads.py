@@ -163,3 +163,17 @@ def test_order_dependence_of_known_embeddings():
     assert abs(whole["last_cos"] - expected) < 1e-12
     with pytest.raises(ValueError, match="last must be"):
         order_dependence(order_free, split, last=5)
+
+
+@pytest.mark.parametrize("head", ["linear", "weighting", "meandiff"])
+def test_a_run_with_another_head_reloads_from_its_folder(tmp_path, head):
+    from hapref.train import load_run
+    from hapref.train.loop import fit
+
+    task, config = build("smoke", "triplet", 0, progress=False, overrides={"head": head, "steps": "2"})
+    result = fit(task, config, out_dir=tmp_path, progress=False)
+    model, _ = load_run(tmp_path)
+    split = task.test_split
+    with torch.no_grad():
+        torch.testing.assert_close(model.embed_features(split.features, split.lengths),
+                                   result.model.eval().embed_features(split.features, split.lengths))
