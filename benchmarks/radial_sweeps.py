@@ -213,17 +213,15 @@ TUNED_SAFE = ({"lag": 1}, 0.7)
 #: What chapter 5 states, each checked on every stored (seed, data seed) by tests/test_sweep_claims.py. Every
 #: margin is >= 0.05: the trained rows move by up to 0.04 fine MAP between CPUs (module docstring), so no claim
 #: rests on a smaller gap. FC + LSTM head: no trained variant beats the best training-free entry (the frame
-#: differences joined to the mean score above every Radial run on fine MAP, QP and NDCG); the intermediate-aware
-#: losses beat the Triplet loss on fine MAP; Radial, Quadlet and Quadruplet-1 tie. Inputs that carry the motion:
+#: differences joined to the mean score above every Radial run on fine MAP and QP); no ordering of its losses is
+#: claimed (Radial and Quadruplet-1 beat Triplet on all 10 stored runs but not on the re-check instance, below).
+#: Inputs that carry the motion:
 #: the Radial loss beats the descriptor alone on fine MAP and the Triplet loss on class MAP (and QP on the linear
 #: head), and the weak head shows the c = 3 cap (Radial below the descriptor, Triplet above Radial).
 CLAIMS = [
     {"better": "untrained:mean+differences", "worse": "radial", "metric": "fine_MAP", "margin": 0.05},
     {"better": "untrained:mean+differences", "worse": "radial", "metric": "QP", "margin": 0.1},
     {"better": "untrained:mean+differences_safe", "worse": "radial", "metric": "fine_MAP", "margin": 0.05},
-    {"better": "radial", "worse": "triplet", "metric": "fine_MAP", "margin": 0.05},
-    {"better": "quadlet", "worse": "triplet", "metric": "fine_MAP", "margin": 0.05},
-    {"better": "quadruplet1", "worse": "triplet", "metric": "fine_MAP", "margin": 0.05},
     {"better": "linear_radial", "worse": "untrained:mean+differences", "metric": "fine_MAP", "margin": 0.05},
     {"better": "meandiff_radial", "worse": "untrained:mean+differences", "metric": "fine_MAP", "margin": 0.05},
     {"better": "linear_radial", "worse": "radial", "metric": "fine_MAP", "margin": 0.1},
