@@ -11,12 +11,12 @@ from hapref.models.hapvr import (
     video_ranking_loss,
 )
 
-# Radial: the quadlet CNN+LSTM network
-from hapref.models.radial import QuadletVideoNet
+# Radial: the quadlet CNN+LSTM network, and the book's heads on inputs that carry the motion
+from hapref.models.radial import DescriptorHead, MeanDiffPooling, QuadletVideoNet
 
 __all__ = [
-    "BackboneTeacher", "build_hapvr_network", "DinoTeacher", "frame_ranking_loss", "LOSS_FAMILIES",
-    "QuadletVideoNet", "VIDEO_LOSSES", "video_ranking_loss",
+    "BackboneTeacher", "build_hapvr_network", "DescriptorHead", "DinoTeacher", "frame_ranking_loss", "LOSS_FAMILIES",
+    "MeanDiffPooling", "QuadletVideoNet", "VIDEO_LOSSES", "video_ranking_loss",
 ]
 
 # TCA: the Transformer temporal context aggregator

@@ -265,12 +265,23 @@ class DescriptorHead(nn.Module):
         return concat_with_mean(features, cue, lengths, self.weight)
 
     def embed_features(self, features: Tensor, lengths: Tensor) -> Tensor:
-        """Unit-norm embeddings ``[B, embed_dim]`` (``[B, 2F]`` diagonal) of padded features ``[B, T, F]``."""
+        """Unit-norm embeddings ``[B, embed_dim]`` (``[B, 2F]`` diagonal) of padded features ``[B, T, F]``.
+
+        Examples:
+            >>> head = DescriptorHead(feature_dim=3, embed_dim=2)
+            >>> head.embed_features(torch.rand(4, 5, 3), torch.tensor([5, 4, 3, 3])).norm(dim=1)
+            tensor([1.0000, 1.0000, 1.0000, 1.0000], grad_fn=<LinalgVectorNormBackward0>)
+        """
         d = self.descriptor(features, lengths)
         return F.normalize(self.gain * d if self.diagonal else self.linear(d), dim=-1)
 
     def param_groups(self, lr: float) -> list[dict]:
-        """One optimiser group: every parameter at ``lr`` (no backbone)."""
+        """One optimiser group: every parameter at ``lr`` (no backbone).
+
+        Examples:
+            >>> [(len(g["params"]), g["lr"]) for g in DescriptorHead(3, embed_dim=2).param_groups(1e-3)]
+            [(2, 0.001)]
+        """
         return [{"params": [p for p in self.parameters() if p.requires_grad], "lr": lr}]
 
 
@@ -302,12 +313,23 @@ class MeanDiffPooling(nn.Module):
         self.diff_map = nn.Linear(feature_dim, embed_dim, bias=False)
 
     def embed_features(self, features: Tensor, lengths: Tensor) -> Tensor:
-        """Unit-norm embeddings ``[B, embed_dim]`` of padded features ``[B, T, F]`` and lengths ``[B]``."""
+        """Unit-norm embeddings ``[B, embed_dim]`` of padded features ``[B, T, F]`` and lengths ``[B]``.
+
+        Examples:
+            >>> pool = MeanDiffPooling(feature_dim=3, embed_dim=2)
+            >>> pool.embed_features(torch.rand(2, 4, 3), torch.tensor([4, 3])).shape
+            torch.Size([2, 2])
+        """
         _check_padded(features, lengths, self.feature_dim)
         mean = temporal_mean(features, lengths)
         diff = frame_differences(features, lengths, lag=self.lag)
         return F.normalize(self.mean_map(mean) + self.diff_map(diff), dim=-1)
 
     def param_groups(self, lr: float) -> list[dict]:
-        """One optimiser group: every parameter at ``lr`` (no backbone)."""
+        """One optimiser group: every parameter at ``lr`` (no backbone).
+
+        Examples:
+            >>> [(len(g["params"]), g["lr"]) for g in MeanDiffPooling(3, embed_dim=2).param_groups(1e-3)]
+            [(2, 0.001)]
+        """
         return [{"params": [p for p in self.parameters() if p.requires_grad], "lr": lr}]
