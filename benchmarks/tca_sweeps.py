@@ -272,7 +272,7 @@ VARIANTS: dict[str, Variant] = {
     "infonce": Variant(loss="infonce", temperature=1 / 256),             # Table 1c
     "infonce_t0.07": Variant(loss="infonce", temperature=0.07),
     "imac": Variant(pooling="imac"),                                     # Table 1b
-    "bank16": Variant(bank_size=16),                                     # Table 1d
+    "bank16": Variant(bank_size=16, distractors_per_step=16),            # Table 1d: 16 keys enqueued per step
     "bank0_in_batch": Variant(bank_size=0, in_batch_negatives=True),
     "in_batch": Variant(in_batch_negatives=True),                        # the extension: bank + other rows
     "triplet": Variant(loss="triplet", bank_size=0, in_batch_negatives=True),
@@ -283,7 +283,19 @@ VARIANTS: dict[str, Variant] = {
     **{f"momentum{m:g}": Variant(momentum=m) for m in (0.1, 0.9, 0.99, 0.999)},   # Table 1e
     **{f"tca_clips{n}": Variant() for n in (24, 48, 96)},               # stock's data curve: the first n clips
     **{f"tca_clips{n}": Variant() for n in (64, 128, 256, 512)},        # edits' data curve
+    # the context benchmark (issue 49): the frame-level objective (the book's departure, Chamfer of the refined
+    # frames against frame keys) at the profile's schedule and at the schedule chosen on validation ("_tuned")
+    "tca_frame": Variant(objective="frame"),
+    "tca_frame_tuned": Variant(objective="frame"),
+    "mlp_frame_tuned": Variant(aggregator="mlp", objective="frame"),
+    "tca_tuned": Variant(),
+    "mlp_tuned": Variant(aggregator="mlp"),
 }
+#: Variants trained on the schedule chosen on the validation instance (:func:`tune_frame_schedule`, stored as
+#: ``validation["frame_schedule"]``) instead of the profile's: dropout, learning rate and steps.
+TUNED = ("tca_frame_tuned", "mlp_frame_tuned", "tca_tuned", "mlp_tuned")
+#: Curve points of the variants that store one (TCA_f mAP and the clip-mean diagnostic over steps).
+CURVES = {"tca": CURVE_EVERY, "tca_frame": CURVE_EVERY, "tca_frame_tuned": 100, "tca_tuned": 100}
 HEADLINE = ["tca", "untrained_network", "infonce"]
 #: The rest of Table 1 on the edit-subspace benchmark, 5 seeds x 2 instances (iMAC needs pixels: stock only).
 TABLE1 = ["lstm", "gru", "netvlad", "bank16", "bank0_in_batch", "in_batch", "triplet", "infonce_t0.07",
@@ -507,9 +519,51 @@ def _row(metrics: dict) -> dict:
     return {rename.get(k, k): v for k, v in _round(metrics).items()}
 
 
-def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None) -> dict:
-    """Train (``untrained_network``: only initialise) one variant with one seed; the stored row."""
-    p = _settings(profile, steps, data_seed)
+#: The frame-level objective's schedule search on :data:`VALIDATION_SEED` (:func:`tune_frame_schedule`): dropout
+#: (0, the released code's 0.2, the paper's 0.5) x learning rate at the profile's steps, then one long run of the
+#: best pair, whose TCA_f curve sets the steps: the first point within :data:`PLATEAU` of the curve's best.
+FRAME_DROPOUTS = (0.0, 0.2, 0.5)
+FRAME_LRS = (1e-3, 3e-3)
+LONG_STEPS = 1500
+PLATEAU = 0.01
+
+
+def tune_frame_schedule(profile: str, steps: int | None = None, long_steps: int = LONG_STEPS) -> dict:
+    """Choose the frame-level objective's dropout, learning rate and steps on :data:`VALIDATION_SEED` (seed 0).
+
+    Every (dropout, lr) of :data:`FRAME_DROPOUTS` x :data:`FRAME_LRS` trains ``tca_frame`` for the profile's steps
+    (``steps`` overrides, for tests); the best by TCA_f mAP then trains ``long_steps`` steps with TCA_f every
+    ``long_steps // 15`` steps, and the chosen steps are the first curve point within :data:`PLATEAU` of its best.
+    """
+    grid = []
+    for dropout in FRAME_DROPOUTS:
+        for lr in FRAME_LRS:
+            row = run_one(profile, "tca_frame", 0, VALIDATION_SEED, steps, {"dropout": dropout, "lr": lr},
+                          controls=False)
+            grid.append([dropout, lr, row["mAP"]])
+    dropout, lr, _ = max(grid, key=lambda r: r[2])
+    every = max(long_steps // 15, 1)
+    long = run_one(profile, "tca_frame", 0, VALIDATION_SEED, long_steps, {"dropout": dropout, "lr": lr},
+                   controls=False, curve_every=every)
+    best = max(m for _, m in long["curve"])
+    chosen = next(step for step, m in long["curve"] if m >= best - PLATEAU)
+    return {"data_seed": VALIDATION_SEED, "seed": 0, "mAP_by_dropout_lr": grid, "dropout": dropout, "lr": lr,
+            "long_steps": long_steps, "long_curve": long["curve"], "long_mean_share_curve": long["mean_share_curve"],
+            "steps": int(chosen)}
+
+
+def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None,
+            schedule: dict | None = None, controls: bool = True, curve_every: int | None = None) -> dict:
+    """Train (``untrained_network``: only initialise) one variant with one seed; the stored row.
+
+    ``schedule``: profile fields that replace the profile's (``dropout``, ``lr``, ``steps``; the variants of
+    :data:`TUNED` get the validation's), ``steps`` (tests) replaces its steps in turn; ``controls``: also the
+    context-free and shuffled controls; ``curve_every``: evaluation spacing of the stored curve (default
+    :data:`CURVES`). Rows of frame-output aggregators hold the clip-mean diagnostic ``mean_share`` (and
+    ``mean_share_trace`` for TCA), with ``mean_share_curve`` beside the curve.
+    """
+    p = replace(_settings(profile, None, data_seed), **(schedule or {}))
+    p = replace(p, steps=steps) if steps is not None else p
     task = TCATask(p, VARIANTS[variant], seed)
     if variant.startswith("tca_clips"):                   # the first n training clips only (same features)
         n = int(variant.removeprefix("tca_clips"))
@@ -521,15 +575,18 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
         with torch.no_grad():
             metrics = task.evaluate(model)
     else:                                                 # fit's own evaluation of the last step
-        every = CURVE_EVERY if variant == "tca" else 0
+        every = CURVES.get(variant, 0) if curve_every is None else curve_every
         result = fit(task, replace(config_for(p, seed), eval_every=every), progress=False)
         model, history, metrics = result.model.eval(), result.history, result.metrics
-    with torch.no_grad():
-        metrics = {**metrics, **task.evaluate_controls(model)}
+    if controls:
+        with torch.no_grad():
+            metrics = {**metrics, **task.evaluate_controls(model)}
     row = {"seed": seed, "data_seed": data_seed, **_row(metrics)}
     curve = [[h["step"], round(float(h["mAP_f"]), 6)] for h in history if "mAP_f" in h]
     if curve:
         row["curve"] = curve
+        row["mean_share_curve"] = [[h["step"], *(round(float(h[k]), 6) for k in ("mean_share", "mean_share_trace")
+                                                 if k in h)] for h in history if "mean_share" in h]
     return row
 
 
@@ -540,6 +597,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--variants", nargs="*", default=HEADLINE, choices=list(VARIANTS))
     parser.add_argument("--steps", type=int, default=None, help="override the profile's training steps (tests)")
+    parser.add_argument("--long-steps", type=int, default=LONG_STEPS,
+                        help="steps of the frame schedule's long validation run (tests)")
     parser.add_argument("--out", default=None, help="default: the profile's file of OUTS")
     args = parser.parse_args(argv)
     args.out = args.out or str(OUTS[args.profile])
@@ -561,8 +620,23 @@ def main(argv: list[str] | None = None) -> int:
                 value, wall, cpu = sweep.timed(lambda: closed_form(args.profile, args.data_seed,
                                                                    sweep.data["validation"]))
                 sweep.add("untrained", {str(args.data_seed): {**stored, **value}}, wall, cpu)
-        sweep.run_missing(args.variants, args.seeds, args.data_seed,
-                          lambda variant, seed: run_one(args.profile, variant, seed, args.data_seed, args.steps),
+        if _is_context(args.profile) and any(v in TUNED for v in args.variants):
+            validation = sweep.data["validation"]
+            if "frame_schedule" not in validation:
+                value, wall, cpu = sweep.timed(lambda: tune_frame_schedule(args.profile, args.steps,
+                                                                           args.long_steps))
+                sweep.add("validation", {**validation, "frame_schedule": value}, wall, cpu)
+        elif any(v in TUNED for v in args.variants):
+            parser.error(f"variants {TUNED} need the context benchmark's validation: --profile context")
+
+        def train(variant: str, seed: int) -> dict:
+            schedule = None
+            if variant in TUNED:
+                chosen = sweep.data["validation"]["frame_schedule"]
+                schedule = {k: chosen[k] for k in ("dropout", "lr", "steps")}
+            return run_one(args.profile, variant, seed, args.data_seed, args.steps, schedule)
+
+        sweep.run_missing(args.variants, args.seeds, args.data_seed, train,
                           lambda row: f"TCA_f mAP={row.get('mAP', float('nan')):.4f} "
                                       f"TCA_c mAP={row['mAP_c']:.4f}")
         sweep.write()

@@ -47,7 +47,10 @@ def __getattr__(name: str):
 class MemoryBank(nn.Module):
     """FIFO queue of ``size`` detached keys ``[size, dim]`` with an integer id per key (−1 = empty slot).
 
-    Buffers move with ``.to(device)``; :meth:`enqueue` overwrites the oldest keys first.
+    Buffers move with ``.to(device)``; :meth:`enqueue` overwrites the oldest keys first. With ``frames=T`` every
+    entry is a set of frame keys ``[T, dim]`` with valid flags ``[T]`` (buffer ``valid``): the bank of the
+    frame-level objective (:func:`hapref.train.tca.frame_contrastive_similarities`), whose negatives are compared
+    frame by frame (Chamfer), not as one pooled vector.
 
     Examples:
         >>> bank = MemoryBank(size=3, dim=2)
@@ -56,16 +59,26 @@ class MemoryBank(nn.Module):
         >>> keys, ids = bank.filled()  # oldest first; the first key was overwritten
         >>> ids
         tensor([ 8,  9, 10])
+        >>> frames = MemoryBank(size=4, dim=2, frames=3)        # entries of 3 frame keys each
+        >>> frames.enqueue(torch.ones(2, 3, 2), valid=torch.tensor([[True, True, False], [True] * 3]))
+        >>> tuple(frames.filled()[0].shape), frames.filled_valid().tolist()
+        ((2, 3, 2), [[True, True, False], [True, True, True]])
     """
 
-    def __init__(self, size: int, dim: int, dtype: torch.dtype | None = None) -> None:
+    def __init__(self, size: int, dim: int, dtype: torch.dtype | None = None, frames: int | None = None) -> None:
         super().__init__()
         dtype = torch.get_default_dtype() if dtype is None else dtype
         if size < 1 or dim < 1:
             raise ValueError(f"size and dim must be >= 1, got size={size}, dim={dim}")
+        if frames is not None and frames < 1:
+            raise ValueError(f"frames must be >= 1 (or None: one key vector per entry), got {frames}")
         if not dtype.is_floating_point:
             raise ValueError(f"dtype must be a floating dtype, got {dtype}")
-        self.register_buffer("keys", torch.zeros(size, dim, dtype=dtype))
+        self.frames = frames
+        shape = (size, dim) if frames is None else (size, frames, dim)
+        self.register_buffer("keys", torch.zeros(shape, dtype=dtype))
+        if frames is not None:          # which of each entry's frames are real (False = padding)
+            self.register_buffer("valid", torch.zeros(size, frames, dtype=torch.bool))
         self.register_buffer("ids", torch.full((size,), -1, dtype=torch.long))
         self.register_buffer("pointer", torch.zeros((), dtype=torch.long))
         self.register_buffer("count", torch.zeros((), dtype=torch.long))
@@ -95,11 +108,30 @@ class MemoryBank(nn.Module):
             >>> ids, torch.equal(keys, torch.cat([torch.eye(3)[1:], 2 * torch.ones(2, 3)]))
             (tensor([2, 3, 4, 5]), True)
         """
-        n = int(self.count)
-        order = (torch.arange(n, device=self.keys.device) + (int(self.pointer) - n)) % self.size
+        order = self._order()
         return self.keys[order], self.ids[order]
 
-    @torch.no_grad()
+    def _order(self) -> Tensor:
+        n = int(self.count)
+        return (torch.arange(n, device=self.keys.device) + (int(self.pointer) - n)) % self.size
+
+    def filled_valid(self) -> Tensor:
+        """The valid flags ``[n, frames]`` (bool) of a frame bank's stored entries, in :meth:`filled`'s order.
+
+        Examples:
+            >>> bank = MemoryBank(size=2, dim=3, frames=2)
+            >>> bank.enqueue(torch.ones(1, 2, 3))        # valid defaults to every frame real
+            >>> bank.filled_valid()
+            tensor([[True, True]])
+            >>> MemoryBank(size=2, dim=3).filled_valid()
+            Traceback (most recent call last):
+            ...
+            ValueError: filled_valid needs a frame bank (MemoryBank(..., frames=T))
+        """
+        if self.frames is None:
+            raise ValueError("filled_valid needs a frame bank (MemoryBank(..., frames=T))")
+        return self.valid[self._order()]
+
     @torch.no_grad()
     def fill_random(self, generator: torch.Generator | None = None) -> None:
         """Fill every slot with a random unit vector (id −1), as the released TCA code starts its queue.
@@ -115,15 +147,18 @@ class MemoryBank(nn.Module):
             ((3, 4), True, [-1, -1, -1])
         """
         keys = torch.randn(self.keys.shape, generator=generator, dtype=torch.float32)
-        self.keys.copy_(torch.nn.functional.normalize(keys, dim=1).to(self.keys.dtype))
+        self.keys.copy_(torch.nn.functional.normalize(keys, dim=-1).to(self.keys.dtype))
+        if self.frames is not None:
+            self.valid.fill_(True)
         self.ids.fill_(-1)
         self.pointer.zero_()
         self.count.fill_(self.size)
 
-    def enqueue(self, keys: Tensor, ids: Tensor | None = None) -> None:
+    def enqueue(self, keys: Tensor, ids: Tensor | None = None, valid: Tensor | None = None) -> None:
         """Append ``keys [B, dim]`` (detached) with ``ids [B]`` (default −1); if B > size only the last ``size`` stay.
 
-        ``keys`` must have the bank's dtype and device; ``ids`` is a long tensor. Returns nothing.
+        ``keys`` must have the bank's dtype and device; ``ids`` is a long tensor. A frame bank takes
+        ``keys [B, frames, dim]`` and ``valid [B, frames]`` bool (default: every frame real). Returns nothing.
 
         Examples:
             >>> bank = MemoryBank(size=2, dim=2)
@@ -136,10 +171,18 @@ class MemoryBank(nn.Module):
             >>> bank.filled()[1]
             tensor([12, -1])
         """
-        check_float_tensor(keys, "keys", ndim=2)
-        if keys.shape[1] != self.keys.shape[1] or keys.dtype != self.keys.dtype:
-            raise ValueError(f"keys must have shape [B, {self.keys.shape[1]}] and dtype {self.keys.dtype}, "
+        check_float_tensor(keys, "keys", ndim=self.keys.ndim)
+        if keys.shape[1:] != self.keys.shape[1:] or keys.dtype != self.keys.dtype:
+            shape = ", ".join(str(n) for n in ("B", *self.keys.shape[1:]))
+            raise ValueError(f"keys must have shape [{shape}] and dtype {self.keys.dtype}, "
                              f"got {tuple(keys.shape)} {keys.dtype}")
+        if self.frames is None and valid is not None:
+            raise ValueError("valid is only for a frame bank (MemoryBank(..., frames=T))")
+        if self.frames is not None:
+            valid = torch.ones(keys.shape[:2], dtype=torch.bool, device=keys.device) if valid is None else valid
+            if not isinstance(valid, Tensor) or valid.dtype != torch.bool or valid.shape != keys.shape[:2]:
+                raise ValueError(f"valid must be a bool tensor of shape {tuple(keys.shape[:2])}, got "
+                                 f"{tuple(valid.shape) if isinstance(valid, Tensor) else type(valid).__name__}")
         if keys.device != self.keys.device:
             raise ValueError(f"keys must be on the bank's device {self.keys.device}, got {keys.device}")
         if ids is None:
@@ -151,6 +194,8 @@ class MemoryBank(nn.Module):
         slots = (int(self.pointer) + torch.arange(keys.shape[0], device=self.keys.device)) % self.size
         self.keys[slots] = keys
         self.ids[slots] = ids
+        if self.frames is not None:
+            self.valid[slots] = valid.to(self.valid.device)[-self.size:]
         self.pointer.fill_((int(self.pointer) + keys.shape[0]) % self.size)
         self.count.fill_(min(int(self.count) + keys.shape[0], self.size))
 

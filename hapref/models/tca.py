@@ -90,6 +90,36 @@ class TemporalContextAggregator(nn.Module):
             raise ValueError(f"preset must be one of {sorted(TCA_PRESETS)}, got {name!r}")
         return cls(**{**TCA_PRESETS[name], **overrides})
 
+    @classmethod
+    def mean_subtracting(cls, d_model: int, k: float, nhead: int = 8, dim_feedforward: int | None = None,
+                         ) -> TemporalContextAggregator:
+        """The one-layer encoder set by hand to compute ``LayerNorm(x_t − k·mean(x))`` for every frame t.
+
+        Query and key projections zero (so attention is exactly uniform over the clip's real frames), value
+        projection the identity, output projection ``−k·I`` (so ``W_o W_v = −k·I``), every bias zero, the
+        feed-forward block zeroed (its residual adds nothing), LayerNorms at their initial identity affine
+        map, dropout 0. The solution of chapter 6's context benchmark that this encoder can express exactly;
+        :func:`clip_mean_share` reads ``k`` back. ``dim_feedforward`` defaults to ``2·d_model``.
+
+        Examples:
+            >>> model = TemporalContextAggregator.mean_subtracting(8, 1.0, nhead=2).eval()
+            >>> x = torch.randn(1, 5, 8)
+            >>> expected = F.normalize(F.layer_norm(x - x.mean(1, keepdim=True), (8,)), dim=-1)
+            >>> torch.allclose(model.frame_embeddings(x), expected, atol=1e-5)
+            True
+        """
+        model = cls(d_model, nhead, 1, 2 * d_model if dim_feedforward is None else dim_feedforward, 0.0)
+        layer = model.encoder.layers[0]
+        with torch.no_grad():
+            for module in (layer.self_attn.out_proj, layer.linear1, layer.linear2):
+                module.weight.zero_()
+                module.bias.zero_()
+            layer.self_attn.in_proj_weight.zero_()
+            layer.self_attn.in_proj_bias.zero_()
+            layer.self_attn.in_proj_weight[2 * d_model:].copy_(torch.eye(d_model))
+            layer.self_attn.out_proj.weight.copy_(-k * torch.eye(d_model))
+        return model
+
     def _encode(self, features: Tensor, valid: Tensor | None) -> tuple[Tensor, Tensor]:
         valid = _check_inputs(features, valid, self.d_model)
         empty = ~valid.any(dim=1, keepdim=True)           # a video without frames would make attention NaN
@@ -157,3 +187,66 @@ class TemporalContextAggregator(nn.Module):
         mean = out.sum(dim=1) / valid.sum(dim=1, keepdim=True).clamp_min(1).to(out.dtype)
         out = F.normalize(mean, dim=-1)
         return out[0] if single else out
+
+
+def _attention_value_output(layer: nn.TransformerEncoderLayer) -> Tensor:
+    """``W_o W_v`` ``[D, D]`` of one encoder layer's self-attention (all heads: the value rows of the input
+    projection, then the output projection)."""
+    attention = layer.self_attn
+    d = attention.embed_dim
+    return attention.out_proj.weight @ attention.in_proj_weight[2 * d:]
+
+
+def clip_mean_share(model: TemporalContextAggregator, layer: int = 0) -> float:
+    """How much of the clip's mean frame layer ``layer`` subtracts from every frame: ``k = −trace(W_o W_v) / D``.
+
+    With uniform attention (every frame weighs every frame of the clip by 1/T, as the trained encoders of
+    chapter 6 do) the attention block adds ``W_o W_v·mean(x) + b`` to every frame, so the layer's residual sum
+    is ``x_t + W_o W_v·mean(x) + b`` before its LayerNorm; with ``W_o W_v = −k·I`` that is ``x_t − k·mean(x) + b``.
+    ``k`` is the share of the mean removed when ``W_o W_v`` is a multiple of the identity, and its trace-part
+    (the isotropic component) otherwise; 0 when attention contributes no mean. A float; no gradient.
+
+    Examples:
+        >>> clip_mean_share(TemporalContextAggregator.mean_subtracting(16, 0.75, nhead=4))
+        0.75
+    """
+    if not isinstance(model, TemporalContextAggregator):
+        raise TypeError(f"model must be a TemporalContextAggregator, got {type(model).__name__}")
+    if not 0 <= layer < len(model.encoder.layers):
+        raise ValueError(f"layer must lie in [0, {len(model.encoder.layers)}), got {layer}")
+    with torch.no_grad():
+        product = _attention_value_output(model.encoder.layers[layer])
+        return round(float(-torch.trace(product) / model.d_model), 12)
+
+
+def mean_share_regression(features: Tensor, refined: Tensor, valid: Tensor | None = None) -> float:
+    """The share k of the clip mean in refined frames, from the frames alone: fit ``y_t ≈ a x_t + b·mean(x) + c·1``.
+
+    For every real frame, least squares of the refined frame ``refined [N, T, D]`` on its input ``x_t``
+    (``features [N, T, D]``), the input clip's mean over real frames and the all-ones vector (which absorbs a
+    LayerNorm's centring); ``k_t = −b / a`` is the share of the mean the map subtracts, since LayerNorm and L2
+    normalisation only rescale and shift. Returns the median of ``k_t`` over real frames (a float). Exact for the
+    hand-set layer of :meth:`TemporalContextAggregator.mean_subtracting` (feed-forward zeroed, LayerNorm at
+    identity); about 0 for a per-frame map that is a multiple of the identity. Any aggregator with frame outputs.
+
+    Examples:
+        >>> _ = torch.manual_seed(0)
+        >>> x = torch.randn(3, 6, 16)
+        >>> model = TemporalContextAggregator.mean_subtracting(16, 1.25, nhead=4).eval()
+        >>> round(mean_share_regression(x, model.frame_embeddings(x)), 6)
+        1.25
+    """
+    features, valid, _ = _one_video(features, valid)
+    refined = refined[None] if refined.ndim == 2 else refined
+    valid = _check_inputs(features, valid, features.shape[-1])
+    check_float_tensor(refined, "refined", ndim=3)
+    if refined.shape != features.shape:
+        raise ValueError(f"refined must have the shape of features {tuple(features.shape)}, got "
+                         f"{tuple(refined.shape)}")
+    with torch.no_grad():
+        x, y = features.double(), refined.double()
+        w = valid.unsqueeze(-1).double()
+        mean = (x * w).sum(1, keepdim=True) / w.sum(1, keepdim=True).clamp_min(1)
+        design = torch.stack([x, mean.expand_as(x), torch.ones_like(x)], dim=-1)    # [N, T, D, 3]
+        coef = torch.linalg.lstsq(design[valid], y[valid].unsqueeze(-1)).solution[..., 0]   # [n, 3]
+        return float((-coef[:, 1] / coef[:, 0]).median())

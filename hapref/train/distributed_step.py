@@ -231,8 +231,10 @@ def global_contrastive_similarities(query: Tensor, key: Tensor, bank: nn.Module 
     return torch.cat([pos, *neg], dim=1), valid
 
 
-def enqueue_all_ranks(bank: nn.Module, keys: Tensor, ids: Tensor) -> None:
+def enqueue_all_ranks(bank: nn.Module, keys: Tensor, ids: Tensor, valid: Tensor | None = None) -> None:
     """Enqueue every rank's ``keys [n, D]`` and ``ids [n]`` in rank order, so all ranks' banks stay equal.
+
+    A frame bank (``MemoryBank(..., frames=T)``) takes ``keys [n, T, D]`` and their ``valid [n, T]`` flags.
 
     Examples:
         >>> from hapref.losses.memory_bank import MemoryBank
@@ -241,7 +243,10 @@ def enqueue_all_ranks(bank: nn.Module, keys: Tensor, ids: Tensor) -> None:
         >>> int(bank.count)
         3
     """
-    bank.enqueue(hd.all_gather_tensor(keys), hd.all_gather_tensor(ids))
+    if valid is None:
+        bank.enqueue(hd.all_gather_tensor(keys), hd.all_gather_tensor(ids))
+    else:
+        bank.enqueue(hd.all_gather_tensor(keys), hd.all_gather_tensor(ids), hd.all_gather_tensor(valid))
 
 
 def gather_rows(compute, n: int) -> Tensor:

@@ -22,6 +22,7 @@ distractors in the bank as the released run does; evaluation is copy retrieval o
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
@@ -38,7 +39,7 @@ from hapref.files import atomic_torch_save
 from hapref.losses.memory_bank import MemoryBank, contrastive_loss, contrastive_similarities
 from hapref.models.aggregators import AGGREGATORS, build_aggregator
 from hapref.models.momentum import MomentumEncoder
-from hapref.models.tca import TemporalContextAggregator
+from hapref.models.tca import TemporalContextAggregator, clip_mean_share, mean_share_regression
 from hapref.similarity.chamfer import chamfer_similarity, mean_pooled_similarity, pair_valid, symmetric_chamfer
 from hapref.similarity.network import pad_videos
 from hapref.data import views as views_module
@@ -49,9 +50,14 @@ from hapref.train.distributed_step import enqueue_all_ranks, global_contrastive_
 from hapref.train.loop import TrainConfig
 from hapref.train.settings import named_profile, override_all
 from hapref.utils import at_least_float32, cache_per_dtype, get_device
-from hapref.validation import renamed_keywords
+from hapref.validation import check_float_tensor, renamed_keywords
 
 LOSSES: tuple[str, ...] = ("infonce", "circle", "triplet")
+#: What the loss compares (:class:`Variant` ``objective``). ``"pooled"`` (the default, TCA §3.4): the cosine of the
+#: L2-normalised mean-pooled video descriptors (TCA_c). ``"frame"`` (this book's departure from the paper,
+#: :func:`frame_contrastive_similarities`): the Chamfer similarity of the refined frames (TCA_f, the score the
+#: encoder is judged by), with a memory bank of frame-level keys.
+OBJECTIVES: tuple[str, ...] = ("pooled", "frame")
 #: The paper's final method (TCA §3.4: Circle loss on the memory-bank similarities).
 DEFAULT_LOSS = "circle"
 POOLINGS: tuple[str, ...] = ("l3irmac", "imac")
@@ -175,9 +181,16 @@ PROFILES: dict[str, TCAProfile] = {
 class Variant:
     """What a run changes: the loss and its parameters (TCA Table 1c), bank size (Table 1d), feature (Table 1b).
 
+    ``objective`` says what the loss compares (:data:`OBJECTIVES`): ``"pooled"``, the paper's, or ``"frame"``, this
+    book's departure (the Chamfer similarity of the refined frames, :func:`frame_contrastive_similarities`).
+
     Examples:
-        >>> Variant().loss, Variant(loss="infonce", bank_size=0).bank_size
-        ('circle', 0)
+        >>> Variant().loss, Variant(loss="infonce", bank_size=0).bank_size, Variant().objective
+        ('circle', 0, 'pooled')
+        >>> Variant(objective="frame", aggregator="netvlad")
+        Traceback (most recent call last):
+        ...
+        ValueError: objective='frame' needs refined frames: aggregator='netvlad' has none
         >>> Variant(loss="arcface")
         Traceback (most recent call last):
         ...
@@ -194,10 +207,21 @@ class Variant:
     momentum: float = 0.0             # Table 1e: key encoder θ_k <- m θ_k + (1-m) θ_q; 0 = the current encoder
     margin: float = 0.1               # triplet loss (Table 1d baseline)
     in_batch_negatives: bool | None = None   # None: the profile's (off: the paper's memory-bank negatives only)
+    # "pooled": the paper's loss on mean-pooled video descriptors; "frame": the book's departure, the same loss on
+    # the Chamfer similarity of the refined frames against frame-level keys (OBJECTIVES)
+    objective: str = "pooled"
+    distractors_per_step: int | None = None  # None: the profile's (distractor keys enqueued after every step)
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        if self.objective == "frame" and self.aggregator == "netvlad":
+            raise ValueError("objective='frame' needs refined frames: aggregator='netvlad' has none")
+        if self.distractors_per_step is not None and self.distractors_per_step < 1:
+            raise ValueError(f"distractors_per_step must be >= 1 (None: the profile's), got "
+                             f"{self.distractors_per_step}")
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.temperature <= 0 or self.gamma <= 0 or not 0 <= self.m < 1:
@@ -423,6 +447,92 @@ def frame_scores(x: Tensor, y: Tensor, x_valid: Tensor, y_valid: Tensor, measure
     return chamfer_similarity(sim, valid) if measure == "chamfer" else symmetric_chamfer(sim, valid)
 
 
+class _ChamferToKeys(torch.autograd.Function):
+    """``[B, M]`` Chamfer similarities ``Σ_t w_bt max_s q_bt·k_ms`` of queries ``[B, T, D]`` with detached keys
+    ``[M, S, D]`` (``keys_valid [M, S]`` or None), the gradient reaching the queries only. The same numbers and
+    gradient as autograd through ``amax`` (tests), at about half its time and memory: backward scatters the
+    incoming gradient onto the chosen key frames only."""
+
+    @staticmethod
+    def forward(ctx, query: Tensor, keys: Tensor, keys_valid: Tensor | None, weights: Tensor) -> Tensor:
+        (b, t, d), (m, s) = query.shape, keys.shape[:2]
+        sim = (query.reshape(b * t, d) @ keys.reshape(m * s, d).T).view(b, t, m, s)
+        if keys_valid is not None:
+            sim = sim.masked_fill(~keys_valid.bool()[None, None], -math.inf)
+        best, chosen = sim.max(-1)                                          # [B, T, M]
+        ctx.save_for_backward(chosen, keys, weights)
+        return torch.einsum("btm,bt->bm", best.masked_fill(best == -math.inf, 0.0), weights)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        chosen, keys, weights = ctx.saved_tensors
+        (b, t, m), s, d = chosen.shape, keys.shape[1], keys.shape[2]
+        onto = torch.zeros(b, t, m, s, dtype=grad.dtype, device=grad.device)
+        onto.scatter_(-1, chosen.unsqueeze(-1), (grad[:, None, :] * weights[:, :, None]).unsqueeze(-1))
+        return (onto.view(b * t, m * s) @ keys.reshape(m * s, d)).view(b, t, d), None, None, None
+
+
+def frame_contrastive_similarities(query: Tensor, positive: Tensor, bank: MemoryBank | None = None,
+                                   clip_ids: Tensor | None = None, in_batch: bool = True,
+                                   query_valid: Tensor | None = None, positive_valid: Tensor | None = None,
+                                   ) -> tuple[Tensor, Tensor]:
+    """Chamfer similarities ``[B, 1 + M]`` of refined query frames with their positive's and the negatives' frames.
+
+    The frame-level objective, this book's departure from TCA §3.4 (whose loss compares mean-pooled descriptors):
+    entry ``(b, j)`` is the Chamfer similarity (TCA Eq. 8) of anchor b's frames ``query [B, T, D]`` with candidate
+    j's frames, ``CS(q, k) = (1/T) Σ_t max_s q_t·k_s`` over real frames, the score TCA_f retrieves with. Candidates:
+    the positive ``positive [B, S, D]`` in column 0, then (``in_batch``, one process's rows) the other rows'
+    positives, then the frame keys ``[M, S, D]`` of a frame bank (``MemoryBank(..., frames=S)``). The layout and
+    the returned ``valid [B, M]`` (False = a negative of the anchor's own clip) are those of
+    :func:`hapref.losses.memory_bank.contrastive_similarities`, so any memory-bank loss takes them.
+
+    Examples:
+        >>> q = torch.nn.functional.normalize(torch.randn(3, 4, 8), dim=-1)
+        >>> sims, valid = frame_contrastive_similarities(q, q)
+        >>> sims.shape, torch.allclose(sims[:, 0], torch.ones(3)), valid.shape     # a view matches itself
+        (torch.Size([3, 3]), True, torch.Size([3, 2]))
+        >>> bank = MemoryBank(size=5, dim=8, frames=4)
+        >>> bank.enqueue(q[:2], torch.tensor([-1, 2]))
+        >>> sims, valid = frame_contrastive_similarities(q, q, bank, in_batch=False)
+        >>> sims.shape, valid[2].tolist()          # the bank's key of clip 2 is no negative of anchor 2
+        (torch.Size([3, 3]), [True, False])
+    """
+    check_float_tensor(query, "query", ndim=3)
+    check_float_tensor(positive, "positive", ndim=3)
+    if query.shape[0] != positive.shape[0] or query.shape[2] != positive.shape[2]:
+        raise ValueError(f"query [B, T, D] and positive [B, S, D] must agree in B and D, got "
+                         f"{tuple(query.shape)}, {tuple(positive.shape)}")
+    if bank is not None and bank.frames is None:
+        raise ValueError("bank must be a frame bank (MemoryBank(..., frames=S)) for frame-level similarities")
+    b = query.shape[0]
+
+    weights = (torch.ones(query.shape[:2], dtype=query.dtype, device=query.device) if query_valid is None
+               else query_valid.to(query.dtype))
+    weights = weights / weights.sum(1, keepdim=True).clamp_min(1)          # the mean over real query frames
+
+    def chamfer(keys: Tensor, keys_valid: Tensor | None) -> Tensor:      # [B, M]
+        return _ChamferToKeys.apply(query, keys.detach().to(query.dtype), keys_valid, weights)
+
+    ids = torch.arange(b, device=query.device) if clip_ids is None else clip_ids.to(query.device)
+    batch_sims = chamfer(positive, positive_valid)                          # [B, B]: positive j of anchor b
+    neg, neg_ids = [], []
+    if in_batch and b > 1:
+        off = ~torch.eye(b, dtype=torch.bool, device=query.device)
+        neg.append(batch_sims[off].view(b, b - 1))
+        neg_ids.append(ids.expand(b, b)[off].view(b, b - 1))
+    if bank is not None and int(bank.count) > 0:
+        keys, key_ids = bank.filled()
+        keys_valid = bank.filled_valid()
+        neg.append(chamfer(keys, None if bool(keys_valid.all()) else keys_valid))
+        neg_ids.append(key_ids.expand(b, -1))
+    pos = batch_sims.diagonal().unsqueeze(1)
+    if not neg:
+        return pos, torch.zeros(b, 0, dtype=torch.bool, device=query.device)
+    neg_ids_all = torch.cat(neg_ids, dim=1)
+    valid = (neg_ids_all != ids.unsqueeze(1)) | (neg_ids_all < 0)
+    return torch.cat([pos, torch.cat(neg, dim=1)], dim=1), valid
+
+
 def baseline_metrics(profile: str, pooling: str = "l3irmac") -> dict[str, dict[str, float]]:
     """Training-free baselines on the same whitened features: mAP/μAP per measure of ``MEASURES``.
 
@@ -470,6 +580,22 @@ class AggregatorWithBank(nn.Module):
         """
         return (self.key_encoder or self.aggregator)(features, valid)
 
+    @torch.no_grad()
+    def key_frames(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
+        """Refined frame keys ``[N, T, D]`` without gradient (the frame-level objective's positives and bank).
+
+        The momentum encoder's frames if there is one, else the aggregator's; padded frames are zero.
+
+        Examples:
+            >>> model = build_model(16, 4, 32, 0.5, bank_size=8, bank_frames=5).eval()
+            >>> x = torch.randn(2, 5, 16)
+            >>> keys = model.key_frames(x)
+            >>> keys.shape, keys.requires_grad, torch.allclose(keys, model.frame_embeddings(x))
+            (torch.Size([2, 5, 16]), False, True)
+        """
+        encoder = self.aggregator if self.key_encoder is None else self.key_encoder.encoder
+        return encoder.frame_embeddings(features, valid)
+
     @renamed_keywords(mask="valid")
     def forward(self, features: Tensor, valid: Tensor | None = None) -> Tensor:
         """Video descriptors ``[N, D]`` of frame features ``[N, T, D]`` with ``valid [N, T]`` (TCA_c).
@@ -498,20 +624,24 @@ class AggregatorWithBank(nn.Module):
 
 def build_model(dim: int, nhead: int, dim_feedforward: int, dropout: float, bank_size: int,
                 aggregator: str = "transformer", momentum: float = 0.0, bank_init: str = "empty",
-                ) -> AggregatorWithBank:
+                bank_frames: int | None = None) -> AggregatorWithBank:
     """An aggregator of ``dim``-d frame descriptors (TCA §3.2; one Transformer layer by default), its memory bank
     of ``bank_size`` keys and, with ``momentum`` > 0, a momentum key encoder (TCA Table 1e).
+
+    ``bank_frames=T``: every bank entry is a set of T frame keys (the frame-level objective); None: one vector.
 
     Examples:
         >>> model = build_model(16, 4, 32, 0.5, bank_size=8)
         >>> model.eval()(torch.randn(2, 5, 16)).shape, model.bank.size
         (torch.Size([2, 16]), 8)
+        >>> tuple(build_model(16, 4, 32, 0.5, bank_size=8, bank_frames=5).bank.keys.shape)
+        (8, 5, 16)
     """
     net = build_aggregator(aggregator, dim, nhead, dim_feedforward, dropout)
     if bank_init not in BANK_INITS:
         raise ValueError(f"bank_init must be one of {BANK_INITS}, got {bank_init!r}")
     key_encoder = MomentumEncoder(net, momentum) if momentum > 0 else None
-    bank = MemoryBank(bank_size, dim) if bank_size > 0 else None
+    bank = MemoryBank(bank_size, dim, frames=bank_frames) if bank_size > 0 else None
     if bank is not None and bank_init == "random":
         bank.fill_random()      # the global RNG, seeded by the trainer
     return AggregatorWithBank(net, bank, key_encoder)
@@ -527,16 +657,18 @@ class TCATask:
         >>> batch["anchor"].shape, sorted(task.loss(model, batch))
         (torch.Size([4, 8, 32]), ['loss', 's_pos'])
         >>> sorted(task.evaluate(model))
-        ['mAP', 'mAP_f', 'mAP_sym', 'uAP', 'uAP_f', 'uAP_sym']
+        ['mAP', 'mAP_f', 'mAP_sym', 'mean_share', 'mean_share_trace', 'uAP', 'uAP_f', 'uAP_sym']
     """
 
     def __init__(self, profile: str | TCAProfile = "quick", variant: Variant = Variant(), seed: int = 0,
                  progress: bool = False) -> None:
         self.profile, self.variant, self.seed = resolve_profile(profile)[1], variant, seed
         self.bank_size = self.profile.bank_size if variant.bank_size is None else variant.bank_size
-        if self.bank_size and self.profile.distractors_per_step > self.bank_size:
+        self.distractors_per_step = (self.profile.distractors_per_step if variant.distractors_per_step is None
+                                     else variant.distractors_per_step)
+        if self.bank_size and self.distractors_per_step > self.bank_size:
             # the released MoCo queue asserts the same: keys of one step must fit the queue
-            raise ValueError(f"distractors_per_step={self.profile.distractors_per_step} keys per step (gathered over "
+            raise ValueError(f"distractors_per_step={self.distractors_per_step} keys per step (gathered over "
                              f"all processes) do not fit the memory bank of bank_size={self.bank_size}: the queue "
                              f"would drop keys of the same step; lower distractors_per_step or raise bank_size")
         self.data = prepare_data(profile if isinstance(profile, str) else self.profile, variant.pooling, progress)
@@ -561,7 +693,7 @@ class TCATask:
             ('infonce', None, 16)
         """
         return {"profile": asdict(self.profile), "variant": asdict(self.variant), "bank_size": self.bank_size,
-                "in_batch_negatives": self.in_batch}
+                "distractors_per_step": self.distractors_per_step, "in_batch_negatives": self.in_batch}
 
     def model_spec(self) -> dict[str, Any]:
         """The model's constructor and arguments and its inputs' preprocessing (:func:`hapref.train.load_run`).
@@ -584,7 +716,8 @@ class TCATask:
                 "kwargs": {"dim": int(self.data.train.shape[-1]), "nhead": p.nhead,
                            "dim_feedforward": p.dim_feedforward, "dropout": p.dropout,
                            "bank_size": self.bank_size, "aggregator": v.aggregator, "momentum": v.momentum,
-                           "bank_init": p.bank_init},
+                           "bank_init": p.bank_init,
+                           "bank_frames": int(self.data.train.shape[2]) if v.objective == "frame" else None},
                 "preprocess": {"whitening": "hapref.features.whitening:PCAWhitening"}}
 
     def preprocess(self) -> dict[str, nn.Module]:
@@ -611,7 +744,7 @@ class TCATask:
         anchor = torch.randint(0, n_views, (len(clips),), generator=views)
         positive = (anchor + torch.randint(1, n_views, (len(clips),), generator=views)) % n_views  # another view
         n_distractors = len(self.data.distractors)
-        distractors = rank_batch(torch.randperm(n_distractors, generator=g), self.profile.distractors_per_step)
+        distractors = rank_batch(torch.randperm(n_distractors, generator=g), self.distractors_per_step)
         d = self.data
         return {"anchor": d.train[clips, anchor].to(device), "anchor_valid": d.train_valid[clips, anchor].to(device),
                 "positive": d.train[clips, positive].to(device),
@@ -627,6 +760,8 @@ class TCATask:
             flags = batch[f"{name}_valid"]
             return None if bool(flags.all()) else flags
 
+        if self.variant.objective == "frame":
+            return self._frame_loss(model, batch, valid)
         query = at_least_float32(model(batch["anchor"], valid("anchor")))
         with torch.no_grad():                                   # key encoder = query encoder (momentum 0)
             key = at_least_float32(model.keys(batch["positive"], valid("positive")))
@@ -639,6 +774,21 @@ class TCATask:
         loss = self.criterion(sims, valid)
         if negatives is not None:                               # after the loss: negatives of later steps
             enqueue_all_ranks(model.bank, negatives, batch["distractor_ids"])
+        return {"loss": loss, "s_pos": sims[:, 0].mean().detach()}
+
+    def _frame_loss(self, model: AggregatorWithBank, batch: dict[str, Tensor], valid) -> dict[str, Tensor]:
+        """The frame-level objective: the loss on Chamfer similarities of refined frames (frame keys in the bank)."""
+        query = at_least_float32(model.frame_embeddings(batch["anchor"], valid("anchor")))
+        with torch.no_grad():
+            key = at_least_float32(model.key_frames(batch["positive"], valid("positive")))
+            negatives = (at_least_float32(model.key_frames(batch["distractors"], valid("distractors")))
+                         if model.bank is not None else None)
+        sims, keep = frame_contrastive_similarities(query, key, model.bank, batch["clips"], self.in_batch,
+                                                    valid("anchor"), valid("positive"))
+        loss = self.criterion(sims, keep)
+        if negatives is not None:
+            enqueue_all_ranks(model.bank, negatives, batch["distractor_ids"],
+                              batch["distractors_valid"])
         return {"loss": loss, "s_pos": sims[:, 0].mean().detach()}
 
     def scores(self, model: AggregatorWithBank | TemporalContextAggregator) -> dict[str, Tensor]:
@@ -749,6 +899,30 @@ class TCATask:
             metrics = map_and_micro_ap(scores, self.data.relevance)
             suffix = "" if name == "c" else f"_{name}"
             out.update({f"mAP{suffix}": metrics["mAP"], f"uAP{suffix}": metrics["uAP"]})
+        return {**out, **self.mean_shares(model)}
+
+    @torch.no_grad()
+    def mean_shares(self, model: nn.Module) -> dict[str, float]:
+        """The clip-mean diagnostic of an aggregator with frame outputs: how much of each clip's mean frame it
+        subtracts. ``mean_share``: :func:`hapref.models.tca.mean_share_regression` on the benchmark's queries;
+        ``mean_share_trace``: :func:`hapref.models.tca.clip_mean_share` (−trace(W_o W_v)/D), one-layer TCA only.
+        ``{}`` for aggregators without frame outputs (NetVLAD).
+
+        Examples:
+            >>> task = TCATask("smoke")
+            >>> hand_set = TemporalContextAggregator.mean_subtracting(32, 1.0, nhead=4).eval()
+            >>> {name: round(v, 6) for name, v in task.mean_shares(hand_set).items()}
+            {'mean_share': 1.0, 'mean_share_trace': 1.0}
+        """
+        aggregator = getattr(model, "aggregator", model)
+        if not hasattr(aggregator, "frame_embeddings"):
+            return {}
+        device = next(model.parameters()).device
+        d = self.data
+        x, valid = d.queries.to(device), d.query_valid.to(device)
+        out = {"mean_share": mean_share_regression(x, aggregator.frame_embeddings(x, valid), valid)}
+        if isinstance(aggregator, TemporalContextAggregator) and len(aggregator.encoder.layers) == 1:
+            out["mean_share_trace"] = clip_mean_share(aggregator)
         return out
 
 
