@@ -251,6 +251,7 @@ from measure import SweepFile, sweep_arithmetic  # noqa: E402
 from hapref.features import ViewDifferenceProjection, WithinClipWhitening
 from hapref.metrics import map_and_micro_ap
 from hapref.similarity import alignment_similarity_matrix, temporal_match_kernel
+from hapref.models import TemporalContextAggregator
 from hapref.train import fit
 from hapref.train.tca import (MEASURES, PROFILES, TCATask, Variant, baseline_metrics, config_for, frame_scores,
                               prepare_data)
@@ -552,6 +553,31 @@ def tune_frame_schedule(profile: str, steps: int | None = None, long_steps: int 
             "steps": int(chosen)}
 
 
+#: The hand-set encoders of the barrier (:func:`barrier`): the share k of the clip mean subtracted.
+BARRIER_SHARES = tuple(round(0.1 * i, 1) for i in range(-5, 16))
+BARRIER_BATCHES = 8
+
+
+def barrier(profile: str, data_seed: int) -> dict:
+    """The training loss of the hand-set encoder ``LayerNorm(x_t − k·mean)`` along k, under both objectives.
+
+    :meth:`hapref.models.TemporalContextAggregator.mean_subtracting` (the package's layer, LayerNorm included,
+    feed-forward zeroed, the profile's sizes) at every k of :data:`BARRIER_SHARES`;
+    :meth:`hapref.train.tca.TCATask.objective_value` on the first :data:`BARRIER_BATCHES` training batches of the
+    instance, its bank filled with the encoder's own keys of the distractors. Also TCA_f mAP of each encoder.
+    """
+    p = _settings(profile, None, data_seed)
+    task = TCATask(p, VARIANTS["tca"], 0)
+    out: dict = {"k": list(BARRIER_SHARES), "pooled": [], "frame": [], "mAP": []}
+    for k in BARRIER_SHARES:
+        model = TemporalContextAggregator.mean_subtracting(p.whiten_dim, k, p.nhead, p.dim_feedforward).eval()
+        for objective in ("pooled", "frame"):
+            out[objective].append(round(task.objective_value(model, objective, BARRIER_BATCHES), 6))
+        with torch.no_grad():
+            out["mAP"].append(round(float(task.evaluate(model)["mAP_f"]), 6))
+    return out
+
+
 def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None,
             schedule: dict | None = None, controls: bool = True, curve_every: int | None = None) -> dict:
     """Train (``untrained_network``: only initialise) one variant with one seed; the stored row.
@@ -604,6 +630,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out = args.out or str(OUTS[args.profile])
     if args.profile.startswith("edits") and "imac" in args.variants:
         parser.error("variant imac needs pixels (iMAC pooling): run it with --profile stock")
+    if not _is_context(args.profile) and any(v in TUNED for v in args.variants):
+        parser.error(f"variants {TUNED} are trained on the context benchmark's validated schedule: --profile context")
 
     with sweep_arithmetic(threads=1) as dtype:
         settings = {k: v for k, v in asdict(_settings(args.profile, args.steps, 0)).items() if k != "benchmark_seed"}
@@ -620,14 +648,15 @@ def main(argv: list[str] | None = None) -> int:
                 value, wall, cpu = sweep.timed(lambda: closed_form(args.profile, args.data_seed,
                                                                    sweep.data["validation"]))
                 sweep.add("untrained", {str(args.data_seed): {**stored, **value}}, wall, cpu)
+        if _is_context(args.profile) and str(args.data_seed) not in sweep.data.get("barrier", {}):
+            value, wall, cpu = sweep.timed(lambda: barrier(args.profile, args.data_seed))
+            sweep.add("barrier", {**sweep.data.get("barrier", {}), str(args.data_seed): value}, wall, cpu)
         if _is_context(args.profile) and any(v in TUNED for v in args.variants):
             validation = sweep.data["validation"]
             if "frame_schedule" not in validation:
                 value, wall, cpu = sweep.timed(lambda: tune_frame_schedule(args.profile, args.steps,
                                                                            args.long_steps))
                 sweep.add("validation", {**validation, "frame_schedule": value}, wall, cpu)
-        elif any(v in TUNED for v in args.variants):
-            parser.error(f"variants {TUNED} need the context benchmark's validation: --profile context")
 
         def train(variant: str, seed: int) -> dict:
             schedule = None

@@ -151,6 +151,31 @@ def test_context_smoke_sweep_stores_the_controls_and_every_training_free_entry(t
     assert abs(mlp["mAP_context_free"] - mlp["mAP"]) < 1e-9 and abs(mlp["mAP_shuffled"] - mlp["mAP"]) < 1e-9
 
 
+def test_context_smoke_sweep_tunes_the_frame_schedule_and_stores_the_diagnosis(tmp_path) -> None:
+    """Issue 49: the frame-level objective's schedule chosen on the validation instance (grid, then one long
+    run's curve), the tuned variants trained on it, the clip-mean diagnostic over steps and the barrier."""
+    sweeps = load_benchmark("tca_sweeps")
+    out = tmp_path / "context.json"
+    assert sweeps.main(["--profile", "context-smoke", "--steps", "2", "--long-steps", "4", "--out", str(out),
+                        "--variants", "tca_frame", "tca_frame_tuned", "mlp_frame_tuned", "--seeds", "0"]) == 0
+    stored = json.loads(out.read_text())
+    chosen = stored["validation"]["frame_schedule"]
+    grid = chosen["mAP_by_dropout_lr"]
+    assert len(grid) == len(sweeps.FRAME_DROPOUTS) * len(sweeps.FRAME_LRS)
+    assert [chosen["dropout"], chosen["lr"]] == max(grid, key=lambda r: r[2])[:2]
+    curve = chosen["long_curve"]
+    assert [s for s, _ in curve] == [1, 2, 3, 4] and chosen["data_seed"] == sweeps.VALIDATION_SEED
+    assert chosen["steps"] == next(s for s, m in curve if m >= max(v for _, v in curve) - sweeps.PLATEAU)
+    tca = stored["runs"]["tca_frame_tuned"][0]
+    assert {"mean_share", "mean_share_trace", "mAP_context_free"} <= set(tca)
+    assert "mean_share_trace" not in stored["runs"]["mlp_frame_tuned"][0]          # no attention to read
+    assert [p[0] for p in stored["runs"]["tca_frame"][0]["mean_share_curve"]] == [2]
+    barrier = stored["barrier"]["0"]
+    assert len(barrier["k"]) == len(barrier["pooled"]) == len(barrier["frame"]) == len(sweeps.BARRIER_SHARES)
+    with pytest.raises(SystemExit):                  # the tuned schedule exists on the context benchmark only
+        sweeps.main(["--profile", "edits-smoke", "--variants", "tca_frame_tuned", "--out", str(tmp_path / "e.json")])
+
+
 def test_mean_subtraction_matches_a_loop() -> None:
     sweeps = load_benchmark("tca_sweeps")
     x = torch.randn(3, 5, 4, dtype=torch.float64)

@@ -20,9 +20,9 @@ __all__ = [
 ]
 
 # TCA: the Transformer temporal context aggregator
-from hapref.models.tca import TCA_PRESETS, TemporalContextAggregator  # noqa: E402
+from hapref.models.tca import TCA_PRESETS, TemporalContextAggregator, clip_mean_share, mean_share_regression  # noqa: E402,E501
 
-__all__ += ["TCA_PRESETS", "TemporalContextAggregator"]
+__all__ += ["TCA_PRESETS", "TemporalContextAggregator", "clip_mean_share", "mean_share_regression"]
 
 # TCA Table 1a baselines (NetVLAD, LSTM, GRU) and the momentum key encoder of Table 1e
 from hapref.models.aggregators import (AGGREGATORS, NetVLADAggregator, RecurrentAggregator,  # noqa: E402

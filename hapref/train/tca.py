@@ -776,6 +776,52 @@ class TCATask:
             enqueue_all_ranks(model.bank, negatives, batch["distractor_ids"])
         return {"loss": loss, "s_pos": sims[:, 0].mean().detach()}
 
+    @torch.no_grad()
+    def objective_value(self, aggregator: nn.Module, objective: str = "pooled", batches: int = 4) -> float:
+        """The training loss of a fixed ``aggregator`` (no step taken) under ``objective`` (:data:`OBJECTIVES`).
+
+        The variant's loss (:meth:`Variant.loss_hyperparameters`) on the similarities of the first ``batches``
+        batches of training (:meth:`batch`, steps 0, 1, ...), the bank filled with the keys of the first
+        ``bank_size`` distractor clips encoded by ``aggregator`` itself (the bank of a run that has trained at
+        this point for a while): pooled descriptors (TCA §3.4) or frame keys (the frame-level objective). Chapter
+        6 evaluates it along a line of hand-set encoders to see where each objective pulls. Returns the mean over
+        batches, a float; ``aggregator`` is used as it is (call ``.eval()`` for no dropout).
+
+        Examples:
+            >>> task = TCATask("context-smoke")
+            >>> hand_set = TemporalContextAggregator.mean_subtracting(16, 1.0, nhead=4).eval()
+            >>> [round(task.objective_value(hand_set, o), 3) > 0 for o in OBJECTIVES]
+            [True, True]
+        """
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+        if batches < 1:
+            raise ValueError(f"batches must be >= 1, got {batches}")
+        device = next(aggregator.parameters()).device
+        d = self.data
+        n = min(self.bank_size, len(d.distractors))
+        bank = None
+        if n > 0:
+            x, valid = d.distractors[:n].to(device), d.distractors_valid[:n].to(device)
+            frame = objective == "frame"
+            keys = aggregator.frame_embeddings(x, valid) if frame else aggregator(x, valid)
+            bank = MemoryBank(n, keys.shape[-1], keys.dtype, frames=x.shape[1] if frame else None).to(device)
+            bank.enqueue(keys, -1 - torch.arange(n, device=device), valid if frame else None)
+        total = 0.0
+        for step in range(batches):
+            b = self.batch(step, device)
+            if objective == "frame":
+                sims, keep = frame_contrastive_similarities(
+                    aggregator.frame_embeddings(b["anchor"], b["anchor_valid"]),
+                    aggregator.frame_embeddings(b["positive"], b["positive_valid"]), bank, b["clips"],
+                    self.in_batch, b["anchor_valid"], b["positive_valid"])
+            else:
+                sims, keep = contrastive_similarities(aggregator(b["anchor"], b["anchor_valid"]),
+                                                      aggregator(b["positive"], b["positive_valid"]), bank,
+                                                      b["clips"], in_batch=self.in_batch)
+            total += float(self.criterion(sims, keep))
+        return total / batches
+
     def _frame_loss(self, model: AggregatorWithBank, batch: dict[str, Tensor], valid) -> dict[str, Tensor]:
         """The frame-level objective: the loss on Chamfer similarities of refined frames (frame keys in the bank)."""
         query = at_least_float32(model.frame_embeddings(batch["anchor"], valid("anchor")))
