@@ -198,9 +198,18 @@ def test_stored_context_sweep_holds_its_claims() -> None:
     assert set(stored["untrained"]) == {"0", "1"}
     for methods in stored["untrained"].values():
         assert set(methods) == set(MEASURES) | CLOSED_FORM | CONTEXT_EXTRA
-    for variant in sweeps.CONTEXT_HEADLINE:
+    for variant in (*sweeps.CONTEXT_HEADLINE, "tca_frame_tuned"):
         keys = {(r["seed"], r["data_seed"]) for r in stored["runs"][variant]}
         assert keys >= {(s, d) for s in range(5) for d in (0, 1)}, variant
+    for variant in ("mlp_frame_tuned", "tca_frame", "tca_tuned"):     # issue 49's controls: seeds 0-2 at least
+        keys = {(r["seed"], r["data_seed"]) for r in stored["runs"][variant]}
+        assert keys >= {(s, 0) for s in range(3)}, variant
+    schedule = stored["validation"]["frame_schedule"]
+    assert schedule["data_seed"] == sweeps.VALIDATION_SEED and schedule["steps"] <= schedule["long_steps"]
+    for variant in sweeps.TUNED:                       # trained for the validated steps: the curve ends there
+        for r in stored["runs"].get(variant, []):
+            assert r["curve"][-1][0] == schedule["steps"], variant
+    assert set(stored["barrier"]) == {"0", "1"}
     for claim in stored["claims"]:
         assert claim_holds(stored, claim), (claim, claim_gaps(stored, claim))
     best = {max(methods, key=lambda m: methods[m]["mAP"]) for methods in stored["untrained"].values()}

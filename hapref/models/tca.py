@@ -202,7 +202,8 @@ def clip_mean_share(model: TemporalContextAggregator, layer: int = 0) -> float:
 
     With uniform attention (every frame weighs every frame of the clip by 1/T, as the trained encoders of
     chapter 6 do) the attention block adds ``W_o W_v·mean(x) + b`` to every frame, so the layer's residual sum
-    is ``x_t + W_o W_v·mean(x) + b`` before its LayerNorm; with ``W_o W_v = −k·I`` that is ``x_t − k·mean(x) + b``.
+    is ``x_t + W_o W_v·mean(x) + b`` before its LayerNorm; with ``W_o W_v = −k·I`` that is
+    ``x_t − k·mean(x) + b``.
     ``k`` is the share of the mean removed when ``W_o W_v`` is a multiple of the identity, and its trace-part
     (the isotropic component) otherwise; 0 when attention contributes no mean. A float; no gradient.
 
