@@ -286,7 +286,8 @@ the frame-level objective drives it up, 0.65-0.70 after 1,400 steps and still ri
 runs): frame-level tuned over ``tca`` and over the pooled-trained MLP (margin 0.5; smallest stored gaps
 0.605 (mean 0.617) and 0.590 (mean 0.614)), and the temporal network over frame-level tuned (margin 0.05;
 stored gaps 0.100-0.142, mean 0.118). Re-checked before storing, on seeds 5-7 of the unused instance 2
-(trained on the same validated schedule; the pooled rows are issue 42's re-check above): frame-level tuned TCA_f 0.805 / 0.797 / 0.816 (frames encoded alone 0.28-0.32), temporal network 0.938,
+(trained on the same validated schedule; the pooled rows are issue 42's re-check above): frame-level tuned TCA_f
+0.805 / 0.797 / 0.816 (frames encoded alone 0.28-0.32), temporal network 0.938,
 mean-subtracted symmetric Chamfer 0.854; gaps over the pooled TCA 0.60-0.63 (mean 0.617), over the pooled MLP
 0.59-0.61 (0.598), the temporal network over frame-level 0.12-0.14 (0.132): every claim held on every run, the
 margins below all mean gaps. Commands (after the rows of issue 42):
