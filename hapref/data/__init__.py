@@ -49,6 +49,7 @@ from hapref.data.descriptors import DescriptorBenchmark, DescriptorBenchmarkConf
 from hapref.data.datasets import VideoDataset, collate_videos
 from hapref.data.sources import decode_video
 from hapref.data.transforms import FAMILIES
+from hapref.data.temporal_edits import TEMPORAL_EDIT_SPLITS, edit_indices, temporal_edit_split
 
 __all__ = [
     "BenchmarkConfig", "build_copy_benchmark", "ClipAugmenter", "collate_videos", "COPY_FAMILIES", "CopyBenchmark",
@@ -56,4 +57,5 @@ __all__ = [
     "FramesDirectory", "generate_copy_benchmark", "generate_descriptor_benchmark",
     "HDF5Features", "LEVELS", "load_cc_web_video", "load_evve", "load_fivr", "load_svd", "load_vcdb", "PROFILES",
     "RetrievalAnnotations", "TASKS", "tile_to_min_len", "TrainClips", "video_in_video", "VideoDataset",
+    "TEMPORAL_EDIT_SPLITS", "edit_indices", "temporal_edit_split",
 ]

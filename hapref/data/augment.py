@@ -28,10 +28,40 @@ from torch import Tensor
 from hapref.data import transforms
 from hapref.data.pixels import float32_draws, round_pixels, snap
 
-_TEMPORAL = ("shuffle_dropout", "fast_forward", "slow_motion", "reverse", "pause", "none")
-_TEMPORAL_P = torch.tensor([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
+#: The temporal transforms of a strong view, in the order of a mix's probabilities.
+TEMPORAL_EDITS = ("shuffle_dropout", "fast_forward", "slow_motion", "reverse", "pause", "none")
+#: The S2VS mix: probability of each of :data:`TEMPORAL_EDITS` (shuffle-dropout 0.5, the others 0.1 each).
+#: A setting, not a constant: ``HAPVRProfile.temporal_p`` passes another mix down to :func:`temporal_indices`.
+TEMPORAL_P: tuple[float, ...] = (0.5, 0.1, 0.1, 0.1, 0.1, 0.1)
 _RANDAUGMENT_OPS = ("identity", "brightness", "contrast", "color", "sharpness", "posterize", "solarize",
                     "autocontrast", "equalize", "rotate", "shear_x", "shear_y", "translate_x", "translate_y")
+
+
+def check_temporal_p(temporal_p: object) -> tuple[float, ...]:
+    """``temporal_p`` as a tuple of floats: one non-negative weight per :data:`TEMPORAL_EDITS`, not all zero.
+
+    The weights need not sum to 1 (``torch.multinomial`` normalises them).
+
+    Examples:
+        >>> check_temporal_p([0, 0, 0, 1, 0, 0])
+        (0.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+        >>> try:
+        ...     check_temporal_p((1.0, 0.0))
+        ... except ValueError as err:
+        ...     print(str(err)[:36])
+        temporal_p must hold 6 weights, one
+    """
+    try:
+        values = tuple(float(x) for x in temporal_p)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise ValueError(f"temporal_p must be a sequence of {len(TEMPORAL_EDITS)} numbers, "
+                         f"got {temporal_p!r}") from None
+    if len(values) != len(TEMPORAL_EDITS):
+        raise ValueError(f"temporal_p must hold {len(TEMPORAL_EDITS)} weights, one per edit of {TEMPORAL_EDITS}, "
+                         f"got {values}")
+    if not all(math.isfinite(x) and x >= 0 for x in values) or sum(values) <= 0:
+        raise ValueError(f"temporal_p must be finite weights >= 0 with a positive sum, got {values}")
+    return values
 
 
 def _check_clips(clips: object) -> Tensor:
@@ -77,12 +107,13 @@ def _per_frame(values: Tensor, frames: int) -> Tensor:
 
 
 def temporal_indices(length: int, window: int, strong: bool, generator: torch.Generator | None,
-                     shuffle: bool = True) -> tuple[Tensor, Tensor]:
+                     shuffle: bool = True, temporal_p: tuple[float, ...] = TEMPORAL_P) -> tuple[Tensor, Tensor]:
     """Frame indices ``[window]`` into a clip of ``length`` frames and a per-frame code (0 keep, 1 black, 2 noise).
 
     Strong views first apply one S2VS temporal transform; both views then take a random crop of ``window``
     frames, looping the sequence when it is shorter. ``shuffle=False`` replaces the shuffle-dropout draw by no
     transform (views that keep the clip's order: a departure from S2VS for data where order identifies a video).
+    ``temporal_p`` weighs the transforms of :data:`TEMPORAL_EDITS` (default the S2VS mix :data:`TEMPORAL_P`).
 
     Examples:
         >>> index, code = temporal_indices(10, 4, strong=False, generator=torch.Generator().manual_seed(0))
@@ -92,7 +123,8 @@ def temporal_indices(length: int, window: int, strong: bool, generator: torch.Ge
     index = torch.arange(length)
     code = torch.zeros(length, dtype=torch.long)
     if strong:
-        kind = _TEMPORAL[int(torch.multinomial(_TEMPORAL_P, 1, generator=generator))]
+        weights = torch.tensor(check_temporal_p(temporal_p), dtype=torch.float32)   # as S2VS draws it
+        kind = TEMPORAL_EDITS[int(torch.multinomial(weights, 1, generator=generator))]
         if kind == "shuffle_dropout" and not shuffle:
             kind = "none"
         if kind == "shuffle_dropout":
@@ -228,7 +260,8 @@ class ClipAugmenter:
     def __init__(self, strength: str = "weak", num_frames: int | None = None, size: int | None = None,
                  scale: tuple[float, float] | None = None, p_flip: float = 0.5, randaugment_ops: int = 2,
                  magnitude: int = 9, p_text: float = 0.3, p_logo: float = 0.3, p_blur: float = 0.5,
-                 sigma: tuple[float, float] = (0.1, 2.0), shuffle: bool = True) -> None:
+                 sigma: tuple[float, float] = (0.1, 2.0), shuffle: bool = True,
+                 temporal_p: tuple[float, ...] = TEMPORAL_P) -> None:
         if strength not in ("weak", "strong"):
             raise ValueError(f"strength must be 'weak' or 'strong', got {strength!r}")
         if not 0 <= magnitude <= 30:
@@ -238,6 +271,7 @@ class ClipAugmenter:
         self.p_flip, self.randaugment_ops, self.level = p_flip, randaugment_ops, magnitude / 30
         self.p_text, self.p_logo, self.p_blur, self.sigma = p_text, p_logo, p_blur, sigma
         self.shuffle = shuffle  # False: strong views never shuffle-dropout (temporal_indices)
+        self.temporal_p = check_temporal_p(temporal_p)   # the strong views' mix of temporal transforms
 
     def __repr__(self) -> str:
         return (f"ClipAugmenter(strength={self.strength!r}, num_frames={self.num_frames}, size={self.size}, "
@@ -252,7 +286,7 @@ class ClipAugmenter:
         strong = self.strength == "strong"
         device = clips.device
         # temporal: gather the chosen frames of every clip at once
-        picks = [temporal_indices(t, window, strong, generator, self.shuffle) for _ in range(b)]
+        picks = [temporal_indices(t, window, strong, generator, self.shuffle, self.temporal_p) for _ in range(b)]
         index = torch.stack([p[0] for p in picks]).to(device)
         code = torch.stack([p[1] for p in picks]).to(device)
         x = _to_float(clips)[torch.arange(b, device=device)[:, None], index]  # [B, W, 3, H, W]

@@ -16,7 +16,7 @@ import os
 import torch
 from torch import Tensor
 
-from hapref.data.augment import temporal_indices
+from hapref.data.augment import TEMPORAL_P, temporal_indices
 from hapref.data.views import s2vs_labels
 
 __all__ = ["feature_batch", "held_out_copies", "read_feature_videos", "temporal_view"]
@@ -53,15 +53,17 @@ def read_feature_videos(path: str | os.PathLike, ids: list[str] | None = None, m
     return dataset.ids, videos
 
 
-def temporal_view(video: Tensor, length: int, strong: bool, generator: torch.Generator) -> Tensor:
-    """``length`` frames of ``video [T, ...]``: a random window (weak) or a temporal transform + window (strong).
+def temporal_view(video: Tensor, length: int, strong: bool, generator: torch.Generator,
+                  temporal_p: tuple[float, ...] = TEMPORAL_P) -> Tensor:
+    """``length`` frames of ``video [T, ...]``: a random window (weak) or a temporal transform + window (strong),
+    the transform drawn with the weights ``temporal_p`` (:data:`hapref.data.augment.TEMPORAL_P`).
 
     Examples:
         >>> v = torch.arange(6.0)[:, None]
         >>> temporal_view(v, 4, False, torch.Generator().manual_seed(0)).shape
         torch.Size([4, 1])
     """
-    index, code = temporal_indices(video.shape[0], length, strong, generator)
+    index, code = temporal_indices(video.shape[0], length, strong, generator, temporal_p=temporal_p)
     view = video[index]
     blank = code != 0
     if blank.any():
@@ -70,8 +72,10 @@ def temporal_view(video: Tensor, length: int, strong: bool, generator: torch.Gen
     return view
 
 
-def feature_batch(videos: list[Tensor], length: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-    """Views ``[2B, length, ...]`` (weak views of ``videos``, then strong ones) and S2VS labels ``[2B, 2B]``.
+def feature_batch(videos: list[Tensor], length: int, generator: torch.Generator,
+                  temporal_p: tuple[float, ...] = TEMPORAL_P) -> tuple[Tensor, Tensor]:
+    """Views ``[2B, length, ...]`` (weak views of ``videos``, then strong ones with the temporal mix
+    ``temporal_p``) and S2VS labels ``[2B, 2B]``.
 
     Examples:
         >>> views, labels = feature_batch([torch.randn(6, 2, 4), torch.randn(9, 2, 4)], 4,
@@ -80,7 +84,7 @@ def feature_batch(videos: list[Tensor], length: int, generator: torch.Generator)
         ((4, 4, 2, 4), [[1, 0, 1, 0], [0, 1, 0, 1], [1, 0, 1, 0], [0, 1, 0, 1]])
     """
     weak = [temporal_view(v, length, False, generator) for v in videos]
-    strong = [temporal_view(v, length, True, generator) for v in videos]
+    strong = [temporal_view(v, length, True, generator, temporal_p) for v in videos]
     return torch.stack(weak + strong), s2vs_labels(torch.eye(len(videos)))
 
 

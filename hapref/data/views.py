@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from hapref.data.augment import ClipAugmenter, video_in_video
+from hapref.data.augment import TEMPORAL_P, ClipAugmenter, video_in_video
 from hapref.data.pixels import float32_draws, round_pixels
 from hapref.data.transforms import TRANSFORMS
 
@@ -132,12 +132,13 @@ def s2vs_labels(mixing: Tensor) -> Tensor:
 
 @float32_draws
 def s2vs_batch(clips: Tensor, num_frames: int, generator: torch.Generator, video_in_video_p: float = 0.3,
-               shuffle: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+               shuffle: bool = True, temporal_p: tuple[float, ...] = TEMPORAL_P) -> tuple[Tensor, Tensor, Tensor]:
     """Weak views, strong views and labels of a batch of clips, the released S2VS/HAP-VR recipe.
 
     ``clips`` uint8 ``[B, T, H, W, 3]`` -> weak ``[B, num_frames, H, W, 3]``, strong (after Video-in-Video with
     probability ``video_in_video_p`` per clip) of the same shape, labels bool ``[2B, 2B]`` (:func:`s2vs_labels`).
-    ``shuffle=False`` keeps every view's frame order (no shuffle-dropout, :class:`hapref.data.augment.ClipAugmenter`).
+    ``shuffle=False`` keeps every view's frame order (no shuffle-dropout, :class:`hapref.data.augment.ClipAugmenter`);
+    ``temporal_p`` is the strong views' mix of temporal transforms (:data:`hapref.data.augment.TEMPORAL_P`).
 
     Examples:
         >>> clips = torch.randint(0, 256, (3, 6, 32, 32, 3), dtype=torch.uint8)
@@ -146,7 +147,7 @@ def s2vs_batch(clips: Tensor, num_frames: int, generator: torch.Generator, video
         ((3, 4, 32, 32, 3), (3, 4, 32, 32, 3), (6, 6), True)
     """
     weak = ClipAugmenter("weak", num_frames=num_frames)(clips, generator)
-    strong = ClipAugmenter("strong", num_frames=num_frames, shuffle=shuffle)(clips, generator)
+    strong = ClipAugmenter("strong", num_frames=num_frames, shuffle=shuffle, temporal_p=temporal_p)(clips, generator)
     strong, mixing = video_in_video(strong, generator, p=video_in_video_p)
     return weak, strong, s2vs_labels(mixing)
 

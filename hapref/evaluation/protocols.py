@@ -467,6 +467,44 @@ def _as_lists(similarities: object, queries: list[str], database: list[str], ava
     return lists
 
 
+def _normalize_lists(lists: _Lists, queries: list[str], normalize: str | None, background: object, k: int,
+                     strip_mp4: bool = False) -> None:
+    """Each query's scored row of ``lists`` normalised in place (:func:`hapref.similarity.normalize_scores`)."""
+    import torch
+
+    from hapref.similarity.score_normalization import SCORE_NORMALIZATIONS, normalize_scores
+
+    if normalize not in SCORE_NORMALIZATIONS:
+        raise ValueError(f"normalize must be one of {SCORE_NORMALIZATIONS}, got {normalize!r}")
+    if normalize is None:
+        if background is not None:
+            raise ValueError("background is only used with normalize='background'")
+        return
+    if normalize == "background":
+        if background is None:
+            raise ValueError("normalize='background' needs background: {query_id: scores against the background "
+                             "set} or a float [Q, B] array aligned with the dataset's queries")
+        if isinstance(background, Mapping):
+            rows = {_strip(q, strip_mp4): (list(r.values()) if isinstance(r, Mapping) else list(r))
+                    for q, r in background.items()}
+        else:
+            matrix = np.asarray(background.detach().cpu() if isinstance(background, torch.Tensor) else background)
+            if matrix.ndim != 2 or matrix.shape[0] != len(queries):
+                raise ValueError(f"background must be [Q, B] with Q = {len(queries)} (the dataset's queries), got "
+                                 f"shape {matrix.shape}")
+            rows = dict(zip(queries, matrix))
+    for i, (q, row) in enumerate(zip(lists.queries, lists.scores)):
+        if len(row) == 0:
+            continue
+        bg = None
+        if normalize == "background":
+            if q not in rows:
+                raise ValueError(f"background has no scores for query {q!r}")
+            bg = torch.as_tensor(np.asarray(rows[q], dtype=np.float64))[None]
+        lists.scores[i] = normalize_scores(torch.from_numpy(np.asarray(row, dtype=np.float64))[None], normalize,
+                                           bg, k)[0].numpy()
+
+
 def _matrix(similarities: object, shape: tuple[int, int]) -> np.ndarray:
     try:
         import torch
@@ -767,7 +805,8 @@ def _annotations(dataset: str, root: Path, unlabeled: Iterable[str] | None = Non
 
 def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None = None,
              available: Iterable[str] | None = None, *, unlabeled: Iterable[str] | None = None,
-             ties: str = "expected", strict: bool = False) -> Results:
+             ties: str = "expected", strict: bool = False, normalize: str | None = None,
+             background: object = None, background_k: int = 10) -> Results:
     """Evaluate similarities with a benchmark's published protocol; returns the released evaluator's numbers.
 
     Implements the protocols of the module docstring (S2VS / HAP-VR evaluation code, mAP and μAP as in
@@ -794,6 +833,14 @@ def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None 
         strict: refuse an incomplete evaluation, a declared subset included (a ``ValueError`` carrying the
             coverage warning's text) instead of warning; ``python -m hapref.evaluation --strict`` exits with
             status 2 then. The warning for a file with gaps (queries or pairs without a score) names it.
+        normalize: score normalisation of each query's row before ranking (not in the released evaluators):
+            ``None`` (default), ``"zscore"`` (the per-query z-score over the videos the query scores,
+            :func:`hapref.similarity.zscore_rows`) or ``"background"`` (minus the mean of the query's
+            ``background_k`` highest scores against a background set, :func:`hapref.similarity.background_normalize`).
+            Per-query metrics (mAP) are unchanged; pooled ones (μAP) change.
+        background: with ``normalize="background"``: ``{query_id: scores}`` (a sequence or ``{video_id: score}``)
+            or a float ``[Q, B]`` array aligned with :func:`dataset_ids`'s queries: each query's scores against
+            ``B >= background_k`` videos unrelated to every query.
 
     Where the released code has no defined result, hapref chooses: a VCDB query without an available positive
     is skipped (released: NaN), an SVD query missing from ``similarities`` is skipped (released: KeyError), an
@@ -842,22 +889,26 @@ def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None 
         fivr = loaders.read_fivr(path)
         easy = set(loaders.read_id_list(_file(root, folder, "fivr_easy_duplicates.txt")))
         lists = _as_lists(similarities, fivr.queries[version], fivr.database[version], available)
+        _normalize_lists(lists, fivr.queries[version], normalize, background, background_k)
         results = _fivr(lists, fivr, version, easy, policy)
         coverage = _coverage(lists, fivr.queries[version], fivr.database[version], declared)
     elif dataset == "evve":
         queries, database, events = loaders.read_evve(path)
         lists = _as_lists(similarities, queries, database, available)
+        _normalize_lists(lists, queries, normalize, background, background_k)
         results, details["per_event"] = _evve(lists, queries, events, policy)
         coverage = _coverage(lists, queries, database, declared)
     elif dataset == "cc_web_video":
         cc = loaders.read_cc_web_video(path)
         lists = _as_lists(similarities, cc.queries, sorted(cc.index), available)
+        _normalize_lists(lists, cc.queries, normalize, background, background_k)
         results = _cc_web(lists, cc, policy)
         coverage = _coverage(lists, cc.queries, sorted(cc.index), declared)
     elif dataset == "svd":
         pairs = loaders.read_svd(path)
         database = sorted({c for targets in pairs.values() for c in targets} | set(unlabeled_ids))
         lists = _as_lists(similarities, sorted(pairs), database, available, strip_mp4=True)
+        _normalize_lists(lists, sorted(pairs), normalize, background, background_k, strip_mp4=True)
         results = _svd(lists, pairs, unlabeled_ids, policy)
         coverage = _coverage(lists, sorted(pairs), database, declared,
                              {q: [*labelled, *unlabeled_ids] for q, labelled in pairs.items()})
@@ -865,6 +916,7 @@ def evaluate(dataset: str, similarities: object, root: str | os.PathLike | None 
         queries, positives, negs = loaders.read_vcdb(path)
         database = list(dict.fromkeys([*queries, *negs]))
         lists = _as_lists(similarities, queries, database, available)
+        _normalize_lists(lists, queries, normalize, background, background_k)
         results = _vcdb(lists, queries, positives, policy)
         coverage = _coverage(lists, queries, database, declared)
     if any(not math.isfinite(v) for v in results.values()):  # pragma: no cover - guarded above

@@ -20,8 +20,9 @@ from hapref.similarity.network import (
 )
 from hapref.similarity.pairwise import GRADIENT_EPS, NORMALIZE_EPS, l2_normalize, pairwise_cosine
 from hapref.similarity.products import dot_products
-from hapref.similarity.alignment import (ALIGNMENTS, alignment_similarity_matrix, diagonal_band_similarity,
-                                         dp_alignment, dtw_similarity, hough_voting, temporal_network)
+from hapref.similarity.alignment import (ALIGNMENTS, WARPS, alignment_similarity_matrix, diagonal_band_similarity,
+                                         dp_alignment, dtw_similarity, hough_voting, temporal_network, warp_search,
+                                         warp_target)
 
 __all__ = [
     "GRADIENT_EPS", "MEASURES", "NORMALIZE_EPS", "l2_normalize", "RegionAttention", "VideoComparator", "VideoSimilarityNetwork", "chamfer_similarity",
@@ -29,8 +30,11 @@ __all__ = [
     "reduce_topk_chamfer", "similarity_regularization", "squash", "symmetric_chamfer", "topk_chamfer",
     "video_similarity_matrix",
     "ALIGNMENTS", "alignment_similarity_matrix", "diagonal_band_similarity", "dp_alignment", "dtw_similarity",
-    "hough_voting", "temporal_network",
+    "hough_voting", "temporal_network", "WARPS", "warp_search", "warp_target",
 ]
 from hapref.similarity.temporal_match_kernel import temporal_match_kernel, tmk_offset_scores, tmk_weights  # noqa: E402
+from hapref.similarity.score_normalization import (SCORE_NORMALIZATIONS, background_normalize,  # noqa: E402
+                                                   normalize_scores, zscore_rows)
 
 __all__ += ["temporal_match_kernel", "tmk_offset_scores", "tmk_weights"]
+__all__ += ["SCORE_NORMALIZATIONS", "background_normalize", "normalize_scores", "zscore_rows"]

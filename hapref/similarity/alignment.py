@@ -14,6 +14,11 @@ per pair ``[...]`` in the dtype and on the device of ``sims``:
 * :func:`hough_voting` — votes of frame matches for a temporal offset (Douze et al. 2010);
 * :func:`diagonal_band_similarity` — Chamfer restricted to a band around one diagonal, best diagonal.
 
+Every method above expects the copy to run forward at the query's speed. :func:`warp_search` scores a pair
+under a few warps of the target's time axis (:data:`WARPS`: forward or reversed, at speed 1, 2 or 0.5, the
+fixed set of speed factors Douze et al. 2010 try) with any of them and keeps the best
+(:func:`warp_target` applies one warp).
+
 ``query_valid [..., Tq]`` and ``target_valid [..., Tt]`` (bool, broadcastable against ``sims``'s
 leading axes) mark real frames; padding must come after the real frames (a valid prefix), as
 :func:`hapref.similarity.pad_videos` makes it. ``normalize`` rescales each pair's matrix over its valid
@@ -27,6 +32,7 @@ with the order-blind measures.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
@@ -439,6 +445,123 @@ ALIGNMENTS: dict[str, Callable[..., Tensor]] = {
     "dtw": dtw_similarity, "dp": dp_alignment, "temporal_network": temporal_network,
     "hough": hough_voting, "band": diagonal_band_similarity,
 }
+
+
+#: The warps :func:`warp_search` tries by default: (direction, speed) with direction +1 (forward) or -1
+#: (reversed) and speed 1, 2 (the target plays the query twice as fast) or 0.5 (half as fast).
+WARPS: tuple[tuple[int, float], ...] = tuple((d, v) for d in (1, -1) for v in (1.0, 2.0, 0.5))
+
+
+def warp_target(sims: Tensor, target_valid: Tensor | None = None, direction: int = 1, speed: float = 1.0,
+                ) -> tuple[Tensor, Tensor]:
+    """``sims [..., Tq, Tt]`` with the target's time axis undone for a playback ``speed`` and ``direction``.
+
+    A target that plays the query at ``speed`` ``v`` (``v = 2``: every other query frame) in ``direction``
+    ``d`` (−1: backwards) is mapped back to the query's time: its ``L_t`` real frames become
+    ``L_t' = ceil(v L_t)`` columns, column ``j'`` taking target frame
+
+    .. math::
+        :label: eq-warp-target
+
+        \\pi(j') = \\lfloor j' / v \\rfloor \\;(d = +1), \\qquad \\pi(j') = L_t - 1 - \\lfloor j' / v \\rfloor
+        \\;(d = -1),
+
+    so a sped-up copy has each frame repeated ``v`` times, a slowed one every ``1/v``-th frame, and a reversed
+    one its real frames in the opposite order (padding stays last).
+
+    Args:
+        sims: ``[..., Tq, Tt]`` float, finite.
+        target_valid: optional bool ``[..., Tt]`` (broadcastable), real frames first.
+        direction: ``1`` or ``-1``.
+        speed: ``v > 0``.
+
+    Returns:
+        ``(warped [..., Tq, ceil(v Tt)], valid [..., ceil(v Tt)])``; cells past a pair's ``L_t'`` are 0 and
+        marked invalid.
+
+    Examples:
+        >>> s = torch.tensor([[1.0, 2.0, 3.0, 0.0]])                  # 3 real target frames, 1 padding
+        >>> valid = torch.tensor([True, True, True, False])
+        >>> warp_target(s, valid, direction=-1)[0]
+        tensor([[3., 2., 1., 0.]])
+        >>> w, v = warp_target(s, valid, speed=2.0)
+        >>> w, v.int()
+        (tensor([[1., 1., 2., 2., 3., 3., 0., 0.]]), tensor([1, 1, 1, 1, 1, 1, 0, 0], dtype=torch.int32))
+        >>> warp_target(s, valid, speed=0.5)[0]                      # frames 0 and 2
+        tensor([[1., 3.]])
+    """
+    sims = check_float_tensor(sims, "sims", ndim=None, finite=True)
+    if sims.ndim < 2 or sims.shape[-1] == 0 or sims.shape[-2] == 0:
+        raise ValueError(f"sims must be a frame-to-frame similarity matrix [..., Tq, Tt] with Tq, Tt >= 1, "
+                         f"got shape {tuple(sims.shape)}")
+    if direction not in (1, -1) or isinstance(direction, bool):
+        raise ValueError(f"direction must be 1 (forward) or -1 (reversed), got {direction!r}")
+    speed = _number(speed, "speed")
+    if speed <= 0:
+        raise ValueError(f"speed must be > 0, got {speed}")
+    batch, (tq, tt) = tuple(sims.shape[:-2]), sims.shape[-2:]
+    lt = _flags(target_valid, "target_valid", batch + (tt,), sims.device).sum(dim=-1, keepdim=True)   # [..., 1]
+    out = max(1, math.ceil(tt * speed))
+    j = torch.arange(out, device=sims.device, dtype=torch.float64)
+    source = torch.floor(j / speed).long().expand(batch + (out,))
+    source = torch.minimum(source, (lt - 1).clamp_min(0))
+    if direction == -1:
+        source = (lt - 1).clamp_min(0) - source
+    valid = j.expand(batch + (out,)) < torch.ceil(lt.double() * speed)
+    warped = sims.gather(-1, source[..., None, :].expand(batch + (tq, out)))
+    return warped.masked_fill(~valid[..., None, :], 0.0), valid
+
+
+def warp_search(sims: Tensor, query_valid: Tensor | None = None, target_valid: Tensor | None = None,
+                method: str | Callable[..., Tensor] = "temporal_network",
+                warps: tuple[tuple[int, float], ...] = WARPS, return_warp: bool = False, **params,
+                ) -> Tensor | tuple[Tensor, Tensor]:
+    """Alignment score ``[...]`` of ``sims [..., Tq, Tt]`` under the best of several warps of the target.
+
+    .. math::
+        :label: eq-warp-search
+
+        \\mathrm{WS}(q, t) = \\max_{(d, v) \\in \\mathcal{W}} A\\bigl(S \\circ \\pi_{d, v}\\bigr),
+
+    with ``A`` an alignment ``method`` (a name of :data:`ALIGNMENTS` or a function of the same signature,
+    called with ``params``) and ``S ∘ π`` the matrix of :func:`warp_target`. With ``warps=((1, 1.0),)`` it is
+    the method itself.
+
+    Args:
+        sims: ``[..., Tq, Tt]`` float, finite.
+        query_valid, target_valid: optional bool ``[..., Tq]`` / ``[..., Tt]``, real frames first.
+        method: the alignment to search with.
+        warps: ``(direction, speed)`` pairs (default :data:`WARPS`, 6 warps).
+        return_warp: also return the index into ``warps`` of each pair's best warp (the first on a tie).
+
+    Returns:
+        ``[...]`` scores in the dtype of ``sims`` (and ``[...]`` long warp indices with ``return_warp``).
+
+    Examples:
+        >>> s = torch.eye(4).flip(-1)                     # a reversed copy: the anti-diagonal
+        >>> temporal_network(s, top_k=1, window=1)        # forward only: one frame of the path
+        tensor(0.2500)
+        >>> score, k = warp_search(s, method="temporal_network", top_k=1, window=1, return_warp=True)
+        >>> score, WARPS[int(k)]
+        (tensor(1.), (-1, 1.0))
+    """
+    if isinstance(method, str):
+        if method not in ALIGNMENTS:
+            raise ValueError(f"method must be one of {tuple(ALIGNMENTS)} or a function, got {method!r}")
+        method = ALIGNMENTS[method]
+    elif not callable(method):
+        raise ValueError(f"method must be one of {tuple(ALIGNMENTS)} or a function, got {method!r}")
+    warps = tuple(warps)
+    if not warps:
+        raise ValueError("warps must hold at least one (direction, speed) pair")
+    scores = []
+    for direction, speed in warps:
+        warped, valid = warp_target(sims, target_valid, direction, speed)
+        scores.append(method(warped, query_valid, valid, **params))
+    stacked = torch.stack(scores)
+    index = stacked.argmax(dim=0)                       # the first best warp on a tie
+    best = stacked.gather(0, index[None])[0]
+    return (best, index) if return_warp else best
 
 
 def alignment_similarity_matrix(queries: Tensor, database: Tensor, query_valid: Tensor | None = None,

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from hapref.data.benchmark import build_copy_benchmark
 from hapref.data.cache import config_key, data_root, file_lock, load_cached, parallel_map, source_digest
 from hapref.data import augment as augment_module, views as views_module
+from hapref.data.augment import TEMPORAL_P, check_temporal_p
 from hapref.data.feature_views import feature_batch, held_out_copies, read_feature_videos
 from hapref.data.views import FrameClips, s2vs_batch
 from hapref.features import PCAWhitening, load_backbone, pool_layers
@@ -48,7 +49,8 @@ LOSSES: tuple[str, ...] = VIDEO_LOSSES
 DEFAULT_LOSS = "quadlinear_ap"
 DATA_VERSION = 2
 DATA_FIELDS = ("benchmark", "train_clips", "frames", "stride", "view_batches", "batch_videos", "whiten_dim",
-               "frames_dir", "backbone", "teacher", "benchmark_seed", "pooling", "dino_checkpoint", "shuffle_views")
+               "frames_dir", "backbone", "teacher", "benchmark_seed", "pooling", "dino_checkpoint", "shuffle_views",
+               "temporal_p")
 TEACHERS = ("backbone", "dino")
 
 
@@ -88,8 +90,11 @@ class HAPVRProfile:
     psi_init: str = "xavier"    # ψ's initialisation: "xavier" (released) or "pooling" (hapref's, a 4x4 max-pool)
     pair_batches: bool = True   # with reshoots in the unlabeled split: batches of (clip, reshoot) pairs; False
     #                             draws the batch's clips uniformly (chapter 4's random-batch control)
+    temporal_p: tuple[float, ...] = TEMPORAL_P  # strong views' weights of the temporal transforms (S2VS mix;
+    #                             hapref.data.augment.TEMPORAL_EDITS): in the pool's cache key, sent to its workers
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "temporal_p", check_temporal_p(self.temporal_p))   # a list -> a float tuple
         # ψ pools twice, so a training view needs 4 frames; every count must leave a batch to train on
         minimum = {"frames": 4, "stride": 1, "view_batches": 1, "whiten_dim": 1, "batch_videos": 1, "train_clips": 1,
                    "steps": 0, "warmup_steps": 0, "held_out": 2}
@@ -294,11 +299,12 @@ class FrameEncoder:
         return torch.cat(regions), torch.cat(teacher)
 
     def batch(self, clips: Tensor, frames: int, generator: torch.Generator, shuffle: bool = True,
-              ) -> tuple[Tensor, Tensor, Tensor]:
+              temporal_p: tuple[float, ...] = TEMPORAL_P) -> tuple[Tensor, Tensor, Tensor]:
         """Regions ``[2B, T, R, D]``, teacher ``[2B, T, C]`` and labels ``[2B, 2B]`` of a fresh S2VS batch.
 
         ``clips`` uint8 ``[B, T', H, W, 3]``; rows ``0..B-1`` are the weak views, ``B..2B-1`` the strong ones
-        (:func:`hapref.data.views.s2vs_batch`; ``shuffle=False`` keeps their frame order), all ``frames`` long.
+        (:func:`hapref.data.views.s2vs_batch`; ``shuffle=False`` keeps their frame order, ``temporal_p`` weighs
+        their temporal transforms), all ``frames`` long.
 
         Examples:
             >>> from dataclasses import replace
@@ -311,7 +317,7 @@ class FrameEncoder:
             >>> bool(labels.diagonal().all()), bool(labels[0, 2] and labels[1, 3])   # weak_i <-> strong_i relevant
             (True, True)
         """
-        weak, strong, labels = s2vs_batch(clips, frames, generator, shuffle=shuffle)
+        weak, strong, labels = s2vs_batch(clips, frames, generator, shuffle=shuffle, temporal_p=temporal_p)
         views = torch.cat([weak, strong])
         regions, teacher = self(views.flatten(0, 1))
         return regions.view(*views.shape[:2], *regions.shape[1:]), teacher.view(*views.shape[:2], -1), labels
@@ -351,7 +357,7 @@ def feature_file_batch(videos: list[Tensor], profile: HAPVRProfile, generator: t
     """
     n = min(profile.train_clips, len(videos))
     picked = torch.randperm(n, generator=generator)[:profile.batch_videos].tolist()
-    regions, labels = feature_batch([videos[i] for i in picked], profile.frames, generator)
+    regions, labels = feature_batch([videos[i] for i in picked], profile.frames, generator, profile.temporal_p)
     return regions, regions.mean(dim=2), labels
 
 
@@ -458,7 +464,8 @@ def prepare_data(profile: str | HAPVRProfile, progress: bool = False) -> HAPVRDa
             rendered = parallel_map(_render_batch, range(p.view_batches), _benchmark_state, (p,),
                                     progress=progress, desc="rendering views")
             encode = FrameEncoder(p, bench.config.frame_size)
-            views = [encode.batch(clips, p.frames, torch.Generator().set_state(state), shuffle=p.shuffle_views)
+            views = [encode.batch(clips, p.frames, torch.Generator().set_state(state), shuffle=p.shuffle_views,
+                                  temporal_p=p.temporal_p)
                      for clips, state in rendered]
         train = torch.stack([r for r, _, _ in views])
         whitening = PCAWhitening.fit(train, dim=min(p.whiten_dim, train.shape[-1]))
@@ -502,7 +509,7 @@ def _view_batch(state: tuple, b: int) -> tuple[Tensor, Tensor, Tensor]:
     p, _, encode, _ = state
     clips, generator_state = _render_batch(state, b)
     g = torch.Generator().set_state(generator_state)
-    return encode.batch(clips, p.frames, g, shuffle=p.shuffle_views)
+    return encode.batch(clips, p.frames, g, shuffle=p.shuffle_views, temporal_p=p.temporal_p)
 
 
 def _eval_video(state: tuple, key: tuple[str, int]) -> Tensor:
@@ -610,7 +617,8 @@ class HAPVRTask:
                  else pick_clips(bench, n_clips, n_clips - n_clips % 2, g, self.profile.pair_batches))
         clips = training_clips(bench, self.profile, rank_batch(order, self.profile.batch_videos))
         regions, teacher, labels = encode.batch(clips, self.profile.frames, rank_stream(g),
-                                                shuffle=self.profile.shuffle_views)
+                                                shuffle=self.profile.shuffle_views,
+                                                temporal_p=self.profile.temporal_p)
         return {"features": whitening(regions).to(device), "teacher": teacher.to(device),
                 "relevance": labels.to(device)}
 
