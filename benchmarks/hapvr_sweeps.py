@@ -9,6 +9,7 @@
     python benchmarks/hapvr_sweeps.py --data-seed 0 --alignment --variants
     python benchmarks/hapvr_sweeps.py --data-seed 1 --alignment --variants
     python benchmarks/hapvr_sweeps.py --seeds 0 1 2 3 4 --data-seed 0 --variants random_batches
+    python benchmarks/hapvr_sweeps.py --seeds 0 --data-seed 0 --calibration --variants
     python benchmarks/hapvr_sweeps.py --profile smoke --steps 2 --seeds 0 --variants hapvr --out /tmp/s.json
 
 The benchmark (``hapref.data.benchmark.PROFILES["reshoot"]``, trained with ``hapref.train.hapvr.PROFILES["reshoot"]``)
@@ -109,6 +110,22 @@ per instance, about 4 min CPU each plus 4 min per pool). Stored (two processes s
 once the cores were free: each new pool about 390 s wall, each run about 80 s), 5 seeds x 2 instances: mAP
 0.46-0.56 (mean 0.50), at or below Chamfer on 7 of the 10 runs; a first attempt while five other sweeps shared
 the cores was stopped before its pool was built.
+
+Issue 51 (``--calibration``, :func:`calibration_run`): ``calibration[data seed][seed]`` holds, for the full
+method trained with that seed and for the training-free methods on the same instance, DSVR mAP / μAP of the
+raw scores and of the per-query z-scored scores (``hapref.similarity.zscore_rows``; :data:`CALIBRATED`: the
+trained network, Chamfer, every :data:`ALIGNMENT` method and the two warp searches of :data:`SEARCHED`), the
+per-query ``[mean, min, max]`` of the scores of each query's copies, reshoots and other videos
+(:data:`SUMMARISED`, the calibration figure), and DSVR mAP / μAP on each temporal-edit split
+(``hapref.data.temporal_edits``: every copy of the instance reversed, at 2x, at 0.5x, paused or locally
+shuffled; :data:`EDIT_SCORERS`). The warp search tries ``hapref.similarity.WARPS`` (forward / reversed x speed
+1, 2, 0.5) with the alignment settings chosen on the validation instance, nothing re-tuned. The trained row of
+a calibration entry is the same run as ``runs["hapvr"]`` of that seed and instance (retrained, float64).
+Stored: seed 0 on instance 0 only (one run about 100 s CPU plus about 2 min of scoring; the 15 minutes of the
+budget left after the pool of views was rebuilt, on 2 cores shared with four other sweeps, held one seed).
+Not run, for the budget: seeds 1-4, instance 1, background-set normalisation (the benchmark has no separate
+background set; it would need the unlabeled clips encoded as one), the cross-query training term and the
+scale curve past 114 clips (issue 51 items 1 and 3).
 """
 
 from __future__ import annotations
@@ -125,9 +142,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared benchmark
 from measure import SweepFile, sweep_arithmetic  # noqa: E402
 
 from hapref.metrics import map_and_micro_ap
-from hapref.similarity import ALIGNMENTS, frame_to_frame, video_similarity_matrix
+from hapref.similarity import ALIGNMENTS, frame_to_frame, video_similarity_matrix, warp_search, zscore_rows
 from hapref.train import fit
 from hapref.data.benchmark import LEVELS, build_copy_benchmark
+from hapref.data.temporal_edits import TEMPORAL_EDIT_SPLITS, temporal_edit_split
 from hapref.train.hapvr import (PROFILES, HAPVRTask, Variant, config_for, long_targets, pool_clip_count,
                                 prepare_data)
 from hapref.utils import seed_everything
@@ -201,9 +219,19 @@ ALIGNMENT: dict[str, tuple[str, dict]] = {
     "diagonal band": ("band", {"width": 0, "normalize": "zscore"}),
 }
 METRICS = ("mAP", "uAP")
+#: The alignment methods that are also scored with a search over the warps of direction and speed
+#: (``hapref.similarity.warp_search``, its default 6 warps), with the settings of :data:`ALIGNMENT`.
+SEARCHED: dict[str, str] = {"temporal network + warps": "temporal network", "Hough voting + warps": "Hough voting"}
+#: ``--calibration`` (issue 51): what is scored raw and per-query z-scored (the trained network, the best
+#: order-blind similarity, every alignment method, the two searches) and what is scored on the temporal-edit
+#: splits (the trained network, Chamfer, the two best alignment methods with and without the search).
+CALIBRATED: tuple[str, ...] = ("trained", "Chamfer", *ALIGNMENT, *SEARCHED)
+EDIT_SCORERS: tuple[str, ...] = ("trained", "Chamfer", "temporal network", "Hough voting", *SEARCHED)
+#: The methods whose per-query score distributions are summarised (the calibration figure).
+SUMMARISED: tuple[str, ...] = ("trained", "temporal network", "Hough voting", "Chamfer")
 #: Profile fields added after the stored sweep was written, with their defaults: left out of the file's settings
 #: (so the stored file resumes) while they keep those defaults.
-LATER_FIELDS: dict[str, object] = {"pair_batches": True}
+LATER_FIELDS: dict[str, object] = {"pair_batches": True, "temporal_p": PROFILES["reshoot"].temporal_p}
 #: What chapter 4 states, each checked on every stored (seed, data seed) by tests/test_sweep_claims.py. The full
 #: method beats its own starting point by 0.05 or more and L_base alone on every run (smallest gap 0.02). It does
 #: NOT beat the best training-free method ("untrained:best": the temporal network on instance 0, Hough voting on
@@ -363,6 +391,70 @@ def long_target_rates(profile: str, data_seed: int, seed: int = 0, steps: int | 
     return out
 
 
+def split_scores(task: HAPVRTask, model, database: torch.Tensor, database_valid: torch.Tensor,
+                 names: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """Query × database scores ``[Q, M]`` of each of ``names`` (``"trained"``, ``"Chamfer"``, a name of
+    :data:`ALIGNMENT` or of :data:`SEARCHED`) against ``database`` (the instance's, or a temporal-edit split)."""
+    d = task.data
+    out = {}
+    if "trained" in names:
+        with torch.no_grad():
+            out["trained"] = model.score(d.queries, database, d.query_valid, database_valid).cpu()
+    if "Chamfer" in names:
+        out["Chamfer"] = video_similarity_matrix(d.queries, database, d.query_valid, database_valid,
+                                                 measure="chamfer", k=0.0, spatial_k=0.1)
+    aligned = [n for n in names if n in ALIGNMENT or n in SEARCHED]
+    if aligned:
+        f2f = frame_to_frame(d.queries, database, spatial_k=0.1, x_valid=d.query_valid, y_valid=database_valid)
+        qv, tv = d.query_valid[:, None, :], database_valid[None, :, :]
+        for name in aligned:
+            method, params = ALIGNMENT[SEARCHED.get(name, name)]
+            out[name] = (warp_search(f2f, qv, tv, method=method, **params) if name in SEARCHED
+                         else ALIGNMENTS[method](f2f, qv, tv, **params))
+    return out
+
+
+def _metrics(scores: torch.Tensor, relevance: torch.Tensor) -> dict:
+    return {k: round(float(v), 6) for k, v in map_and_micro_ap(scores, relevance).items()}
+
+
+def score_summary(scores: torch.Tensor, levels: torch.Tensor) -> dict:
+    """Per query, ``[mean, min, max]`` of its scores of its copies (DSVR-relevant), of its reshoots (CS) and of
+    every other video, each a list over queries: the score distributions of the calibration figure."""
+    kinds = {"copy": levels >= LEVELS["DS"], "reshoot": levels == LEVELS["CS"], "other": levels == 0}
+    out = {}
+    for kind, mask in kinds.items():
+        rows = []
+        for q in range(scores.shape[0]):
+            x = scores[q][mask[q]]
+            rows.append([round(float(v), 5) for v in (x.mean(), x.min(), x.max())] if x.numel() else None)
+        out[kind] = rows
+    return out
+
+
+def calibration_run(profile: str, seed: int, data_seed: int, steps: int | None = None) -> dict:
+    """The full method (``seed``) and the training-free methods on one instance, raw and per-query z-scored
+    (``hapref.similarity.zscore_rows``), the per-query score summaries (:func:`score_summary`) and every
+    temporal-edit split (``hapref.data.temporal_edits``: every copy edited, the rest as it is)."""
+    if data_seed == VALIDATION_SEED:
+        raise ValueError(f"data seed {data_seed} is the validation instance the alignment settings were chosen on")
+    task, model, metrics, _ = train_model(profile, "hapvr", seed, data_seed, steps)
+    d = task.data
+    levels = build_copy_benchmark(PROFILES[profile].benchmark, seed=data_seed).levels
+    scores = split_scores(task, model, d.database, d.database_valid, CALIBRATED)
+    out = {"seed": seed, "data_seed": data_seed,
+           "methods": {name: {"raw": _metrics(x, d.relevance), "zscore": _metrics(zscore_rows(x), d.relevance)}
+                       for name, x in scores.items()},
+           "summary": {name: score_summary(scores[name], levels) for name in SUMMARISED},
+           "edits": {}}
+    copies = d.relevance.any(dim=0)                     # every database video relevant to some query
+    for edit in TEMPORAL_EDIT_SPLITS:
+        database, valid = temporal_edit_split(d.database, d.database_valid, edit, copies, seed=data_seed)
+        edited = split_scores(task, model, database, valid, EDIT_SCORERS)
+        out["edits"][edit] = {name: _metrics(x, d.relevance) for name, x in edited.items()}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default=PROFILE, choices=("smoke", PROFILE))
@@ -379,6 +471,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(alignment_tuning block) and exit")
     parser.add_argument("--alignment", action="store_true",
                         help="also store the alignment methods of ALIGNMENT in untrained[data seed]")
+    parser.add_argument("--calibration", action="store_true",
+                        help="store raw / z-scored metrics, score summaries and the temporal-edit splits of the "
+                             "full method (each --seeds seed) and the training-free methods (calibration block)")
     args = parser.parse_args(argv)
 
     with sweep_arithmetic(threads=1) as dtype:
@@ -414,6 +509,15 @@ def main(argv: list[str] | None = None) -> int:
                                                                      args.seeds[0], args.steps))
             block[str(args.data_seed)] = value
             sweep.add("long_targets", block, wall, cpu)
+        for seed in args.seeds if args.calibration else ():
+            block = dict(sweep.data.get("calibration", {}))
+            if str(seed) not in block.get(str(args.data_seed), {}):
+                value, wall, cpu = sweep.timed(lambda: calibration_run(args.profile, seed, args.data_seed,
+                                                                       args.steps))
+                block.setdefault(str(args.data_seed), {})[str(seed)] = value
+                sweep.add("calibration", block, wall, cpu)
+                print(f"calibration seed={seed} data_seed={args.data_seed} ({wall:.1f} s)", file=sys.stderr,
+                      flush=True)
         sweep.run_missing(args.variants, args.seeds, args.data_seed,
                           lambda variant, seed: run_one(args.profile, variant, seed, args.data_seed, args.steps),
                           lambda row: f"mAP={row['mAP']:.4f} uAP={row['uAP']:.4f} shuffled={row['mAP_shuffled']:.4f}")

@@ -98,3 +98,37 @@ def test_smoke_alignment_is_tuned_on_the_validation_instance_and_appended(tmp_pa
     assert "alignment_tuning" in stored                       # kept beside the appended entries
     with pytest.raises(ValueError, match="validation instance"):
         sweeps.training_free_alignment("smoke", sweeps.VALIDATION_SEED)
+
+
+def test_smoke_calibration_block(tmp_path) -> None:
+    sweeps = load_script()
+    out = tmp_path / "c.json"
+    assert sweeps.main(["--profile", "smoke", "--seeds", "0", "--steps", "2", "--out", str(out), "--calibration",
+                        "--variants"]) == 0
+    entry = json.loads(out.read_text())["calibration"]["0"]["0"]
+    assert set(entry["methods"]) == set(sweeps.CALIBRATED)
+    for name, m in entry["methods"].items():                    # per query: mAP unchanged by the z-score
+        assert m["raw"]["mAP"] == pytest.approx(m["zscore"]["mAP"], abs=1e-6), name
+    assert set(entry["edits"]) == {"none", "reversed", "2x", "0.5x", "pause", "local_shuffle"}
+    for edit, scores in entry["edits"].items():
+        assert set(scores) == set(sweeps.EDIT_SCORERS)
+    for name in ("trained", "Chamfer", "temporal network"):    # the unedited split is the instance itself
+        assert entry["edits"]["none"][name] == entry["methods"][name]["raw"]
+    # reversing every copy leaves an order-blind similarity where it was
+    assert entry["edits"]["reversed"]["Chamfer"] == entry["edits"]["none"]["Chamfer"]
+    summary = entry["summary"]["trained"]
+    assert set(summary) == {"copy", "reshoot", "other"}
+    assert all(row is None or row[1] <= row[0] <= row[2] for rows in summary.values() for row in rows)
+
+
+def test_stored_calibration_matches_the_stored_runs() -> None:
+    sweeps = load_script()
+    stored = json.loads((ROOT / "book" / "data" / "hapvr_sweeps.json").read_text())
+    for ds, block in stored.get("calibration", {}).items():
+        assert int(ds) != sweeps.VALIDATION_SEED
+        for seed, entry in block.items():
+            row = next(r for r in stored["runs"]["hapvr"] if r["seed"] == int(seed) and r["data_seed"] == int(ds))
+            assert abs(entry["methods"]["trained"]["raw"]["mAP"] - row["mAP"]) < 0.02      # the same run
+            for name in sweeps.ALIGNMENT:                                                 # the same scores
+                assert entry["methods"][name]["raw"]["mAP"] == pytest.approx(stored["untrained"][ds][name]["mAP"],
+                                                                             abs=1e-6)

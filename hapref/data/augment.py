@@ -48,7 +48,7 @@ def check_temporal_p(temporal_p: object) -> tuple[float, ...]:
         >>> try:
         ...     check_temporal_p((1.0, 0.0))
         ... except ValueError as err:
-        ...     print(str(err)[:36])
+        ...     print(str(err)[:35])
         temporal_p must hold 6 weights, one
     """
     try:
