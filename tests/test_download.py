@@ -220,7 +220,8 @@ def test_registry_pins_every_annotation_file():
 
 
 def test_fetch_refuses_bytes_other_than_the_pinned_ones(tmp_path):
-    from hapref.data.registry import RemoteFile, fetch
+    from hapref.data.download import fetch
+    from hapref.data.registry import RemoteFile
     remote = tmp_path / "fivr.pickle"
     remote.write_bytes(b"tampered")
     pinned = RemoteFile(remote.as_uri(), "fivr.pickle", "0" * 64, 8)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -99,6 +100,26 @@ def test_estimators_state_dict_round_trip_and_bad_input() -> None:
         WithinClipWhitening.fit(torch.ones(3, 2, 4, dtype=torch.long))
 
 
+def test_within_clip_whitening_refuses_identical_views_and_stays_finite_when_one_axis_never_differs() -> None:
+    """S_w = 0 (every clip's views identical): the relative floor eps * mean(λ) is 0 as well, so fit refuses
+    instead of dividing by 0; one axis in which views never differ is kept finite by the floor."""
+    content = _views(views=1)
+    with pytest.raises(ValueError, match="views: every clip's views are identical"):
+        WithinClipWhitening.fit(content.expand(-1, 3, -1, -1))
+    with pytest.raises(ValueError, match="views: every clip's views are identical"):
+        WithinClipWhitening.fit(content.float().expand(-1, 2, -1, -1)[:, :, 0])   # [C, V, D], float32
+    views = _views()
+    views[..., 0] = views[:, :1, :, 0]                  # axis 0: the same in every view of a clip
+    white = WithinClipWhitening.fit(views, eps=1e-3)
+    _, cov = _scatter_by_loops(views.numpy())
+    assert abs(cov[0]).max() < 1e-12
+    w = scipy.linalg.eigvalsh(cov)
+    p = white.projection.numpy()
+    assert np.isfinite(p).all() and torch.isfinite(white(views)).all()
+    np.testing.assert_allclose(p @ p.T, np.linalg.inv(cov + 1e-3 * w.clip(min=0).mean() * np.eye(len(w))),
+                               rtol=1e-8, atol=1e-8)
+
+
 def test_projection_finds_a_planted_edit_subspace() -> None:
     """Views differ only inside a random 3-d subspace E: rank 3 removes exactly E."""
     g = torch.Generator().manual_seed(1)
@@ -142,6 +163,31 @@ def test_tmk_matches_the_brute_force_loop_over_offsets(period, m, beta) -> None:
                                ref.max(axis=-1), atol=1e-10)
     chosen = tmk_offset_scores(x, y, period=period, frequencies=m, beta=beta, offsets=torch.tensor([2, -1]))
     np.testing.assert_allclose(chosen.numpy(), ref[..., [5, 2]], atol=1e-10)
+
+
+def test_tmk_warns_when_the_period_lets_offsets_alias() -> None:
+    """With P < Tq + Tm - 1, frame pairs P apart in time meet the same kernel value: the loop transcription
+    gives offsets δ and δ + P the same score, and the package warns naming ``period``."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(1, 4, 5, generator=g, dtype=torch.float64)
+    y = torch.randn(2, 6, 5, generator=g, dtype=torch.float64)
+    period, m, beta = 6, 3, 2.0                         # Tq + Tm - 1 = 9 > 6
+    ref = _kernel_by_loops(x.numpy(), y.numpy(), period, m, beta, [-3, 3])
+    np.testing.assert_allclose(ref[..., 0], ref[..., 1], atol=1e-12)         # δ = -3 and δ = -3 + P alias
+    with pytest.warns(UserWarning, match=r"period=6 is shorter than Tq \+ Tm - 1 = 4 \+ 6 - 1 = 9"):
+        got = tmk_offset_scores(x, y, period=period, frequencies=m, beta=beta, offsets=torch.tensor([-3, 3]))
+    np.testing.assert_allclose(got.numpy(), ref, atol=1e-10)
+    with pytest.warns(UserWarning, match="offsets span 9 frames, not less than period=9"):
+        tmk_offset_scores(x, y, period=9, frequencies=m, beta=beta, offsets=torch.tensor([-3, 6]))
+    y_valid = torch.zeros(2, 6, dtype=torch.bool)
+    y_valid[:, :2] = True                               # 4 + 2 - 1 = 5 frames up to the last valid one
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tmk_offset_scores(x, y, period=9, frequencies=m, beta=beta)          # P = Tq + Tm - 1: no wrap
+        tmk_offset_scores(x, y, y_valid=y_valid, period=5, frequencies=m, beta=beta,
+                          offsets=torch.arange(-3, 2))
+    with pytest.warns(UserWarning, match="period=4"):
+        tmk_offset_scores(x, y, y_valid=y_valid, period=4, frequencies=m, beta=beta, offsets=torch.arange(-3, 1))
 
 
 def test_tmk_masks_padding_and_is_bounded() -> None:

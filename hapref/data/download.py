@@ -37,8 +37,10 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from hapref.data.registry import ANNOTATIONS, FEATURES, VIDEO_SOURCES, RemoteFile
 from hapref.files import atomic_write_bytes
 
 _CHUNK = 1 << 20
@@ -418,6 +420,26 @@ def _umask() -> int:
     return mask
 
 
+def fetch(files: Iterable[RemoteFile], folder: str | os.PathLike, progress: bool = True,
+          ) -> list[Path]:
+    """Download (resuming, verifying against ``sha256``/``size`` where pinned) each file into ``folder``.
+
+    ``files`` are :class:`hapref.data.registry.RemoteFile` entries (``url``, ``filename``, ``sha256``, ``size``).
+    Returns the paths; see :func:`download` for what is refused.
+
+    Examples:
+        >>> import hashlib, pathlib, tempfile
+        >>> from hapref.data.registry import RemoteFile
+        >>> remote = pathlib.Path(tempfile.mkdtemp()) / "ids.txt"
+        >>> _ = remote.write_bytes(b"a\\nb\\n")
+        >>> pinned = RemoteFile(remote.as_uri(), "ids.txt", hashlib.sha256(b"a\\nb\\n").hexdigest(), 4)
+        >>> [p.name for p in fetch([pinned], remote.parent / "out", progress=False)]
+        ['ids.txt']
+    """
+    return [download(f.url, Path(folder) / f.filename, sha256=f.sha256, size=f.size, progress=progress)
+            for f in files]
+
+
 USAGE = """Fetch the real benchmarks' annotation and feature files (resumable, checksum-recorded).
 
     python -m hapref.data.download list
@@ -438,7 +460,6 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from hapref.data.cache import annotation_root, data_root
-    from hapref.data.registry import ANNOTATIONS, FEATURES, VIDEO_SOURCES, fetch
 
     parser = argparse.ArgumentParser(prog="python -m hapref.data.download", description=USAGE,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -1,19 +1,15 @@
-"""Where the real benchmarks' files come from and how to fetch them.
+"""Where the real benchmarks' files come from: a table of URLs, checksums and sizes (no downloading here).
 
 Annotation files are pinned to a repository commit, and the registry records the SHA-256 and size of each
-(computed from the files at those commits): :func:`fetch` refuses any other bytes. No checksum or exact size
-is published for the feature files (hundreds of GB in some cases, FIVR-200K 406 GB): there the size the
-server announces must be reached, and the SHA-256 of the first complete download is recorded
-(``<file>.sha256.json``, ``"source": "first-download"``) and checked on later runs.
+(computed from the files at those commits): :func:`hapref.data.download.fetch` refuses any other bytes. No
+checksum or exact size is published for the feature files (hundreds of GB in some cases, FIVR-200K 406 GB):
+there the size the server announces must be reached, and the SHA-256 of the first complete download is
+recorded (``<file>.sha256.json``, ``"source": "first-download"``) and checked on later runs.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
-
-from hapref.data.download import download
 
 
 @dataclass(frozen=True)
@@ -83,21 +79,3 @@ VIDEO_SOURCES: dict[str, str] = {
     "evve": "http://pascal.inrialpes.fr/data/evve/",
     "cc_web_video": "http://vireo.cs.cityu.edu.hk/webvideo/",
 }
-
-
-def fetch(files: tuple[RemoteFile, ...] | list[RemoteFile], folder: str | os.PathLike, progress: bool = True,
-          ) -> list[Path]:
-    """Download (resuming, verifying against ``sha256``/``size`` where pinned) each file into ``folder``.
-
-    Returns the paths; see :func:`hapref.data.download.download` for what is refused.
-
-    Examples:
-        >>> import hashlib, pathlib, tempfile
-        >>> remote = pathlib.Path(tempfile.mkdtemp()) / "ids.txt"
-        >>> _ = remote.write_bytes(b"a\\nb\\n")
-        >>> pinned = RemoteFile(remote.as_uri(), "ids.txt", hashlib.sha256(b"a\\nb\\n").hexdigest(), 4)
-        >>> [p.name for p in fetch([pinned], remote.parent / "out", progress=False)]
-        ['ids.txt']
-    """
-    return [download(f.url, Path(folder) / f.filename, sha256=f.sha256, size=f.size, progress=progress)
-            for f in files]

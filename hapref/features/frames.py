@@ -1,5 +1,9 @@
 """Frozen per-frame features of whole data splits, shared by the pipelines that train on top of a fixed CNN.
 
+:func:`frame_features` runs a backbone over a clip's frames (``[T, F]``) and :func:`pad_features` right-pads
+variable-length clips into one batch; the quadlet network (:mod:`hapref.models.radial`) and the training
+pipelines use both.
+
 :func:`extract_finegrained_features` embeds every video of the fine-grained set (Radial's FgVR setting, also
 the AutoSSVH pipeline's data) with a frozen backbone, one global vector per frame (Radial Fig. 1(i)).
 """
@@ -8,13 +12,52 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torch import Tensor
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pad_sequence
 
 from hapref.data.finegrained import make_finegrained_videos
 from hapref.features.backbones import load_backbone
-from hapref.models.radial import frame_features, pad_features
 
-__all__ = ["FeatureSplit", "extract_finegrained_features"]
+__all__ = ["FeatureSplit", "extract_finegrained_features", "frame_features", "pad_features"]
+
+
+def frame_features(backbone: nn.Module, frames: Tensor, chunk: int = 64, grad: bool = False) -> Tensor:
+    """Per-frame vectors ``[T, F]`` from a backbone, ``chunk`` frames at a time; gradients only with ``grad``.
+
+    Backbones of :mod:`hapref.features` are used through their ``embed`` (global-average-pooled
+    last stage); any other module must map frames to ``[T, F]`` itself.
+    The per-frame CNN of the quadlet network (Radial Fig. 1(i)).
+
+    Examples:
+        >>> from hapref.features import SmallCNN
+        >>> frame_features(SmallCNN(), torch.zeros(5, 32, 32, 3, dtype=torch.uint8)).shape
+        torch.Size([5, 128])
+        >>> cnn = SmallCNN(frozen=False)
+        >>> frame_features(cnn, torch.zeros(2, 32, 32, 3, dtype=torch.uint8), grad=True).requires_grad
+        True
+    """
+    embed = backbone.embed if hasattr(backbone, "embed") else backbone
+    with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
+        return torch.cat([embed(frames[s:s + chunk]) for s in range(0, frames.shape[0], chunk)])
+
+
+def pad_features(sequences: list[Tensor]) -> tuple[Tensor, Tensor]:
+    """Right-pad ``[T_k, F]`` sequences to ``[B, T_max, F]``; also return the lengths ``[B]``.
+
+    Input of the quadlet network's LSTM (Radial Fig. 1(i)).
+
+    Examples:
+        >>> padded, lengths = pad_features([torch.ones(2, 3), torch.ones(4, 3)])
+        >>> padded.shape, lengths
+        (torch.Size([2, 4, 3]), tensor([2, 4]))
+    """
+    if not sequences:
+        raise ValueError("sequences must hold at least one [T, F] tensor")
+    lengths = torch.tensor([s.shape[0] for s in sequences])
+    if (lengths < 1).any():
+        raise ValueError("every sequence in sequences needs at least one frame")
+    return pad_sequence(sequences, batch_first=True), lengths
 
 
 @dataclass

@@ -135,6 +135,10 @@ class WithinClipWhitening(PCAWhitening):
             dim: directions kept, in ``[1, D]`` (default ``D``: a full whitening, nothing to choose).
             eps: regulariser relative to the mean eigenvalue, > 0 (keeps directions views never differ in finite).
 
+        Raises:
+            ValueError: ``views`` whose views are identical within every clip (``S_w = 0`` up to float64
+                rounding: the relative floor is 0 too, and every direction would be divided by 0).
+
         Examples:
             >>> white = WithinClipWhitening.fit(torch.randn(30, 3, 8))
             >>> white.out_dim, bool((white.eigenvalues[:-1] <= white.eigenvalues[1:]).all())   # smallest first
@@ -143,6 +147,11 @@ class WithinClipWhitening(PCAWhitening):
             Traceback (most recent call last):
             ...
             ValueError: eps must be > 0, got 0.0
+            >>> same = torch.randn(30, 1, 8).expand(30, 3, 8)                 # three identical views per clip
+            >>> WithinClipWhitening.fit(same)                                   # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            ValueError: views: every clip's views are identical (zero within-clip covariance), ...
         """
         if not eps > 0:
             raise ValueError(f"eps must be > 0, got {eps}")
@@ -152,7 +161,14 @@ class WithinClipWhitening(PCAWhitening):
         if not 1 <= dim <= d:
             raise ValueError(f"dim must be in [1, D] = [1, {d}], got {dim}")
         eigenvalues, vectors = torch.linalg.eigh(cov)                    # ascending: views agree most first
-        eigenvalues = eigenvalues.clamp_min(0) + eps * eigenvalues.clamp_min(0).mean()
+        eigenvalues = eigenvalues.clamp_min(0)
+        # λ̄ at the rounding level of float64 (1000 ulps of the descriptors' size): S_w = 0, and the relative
+        # floor eps λ̄ with it; every direction would be divided by (nearly) 0
+        rounding = (1000 * torch.finfo(torch.float64).eps) ** 2 * views.double().square().mean()
+        if not eigenvalues.mean() > rounding:
+            raise ValueError("views: every clip's views are identical (zero within-clip covariance), so there "
+                             "is nothing to whiten by; give views that differ, or use PCAWhitening")
+        eigenvalues = eigenvalues + eps * eigenvalues.mean()
         projection = vectors[:, :dim] / eigenvalues[:dim].sqrt()
         dtype = views.dtype
         return cls(mean.to(dtype), projection.to(dtype), eigenvalues[:dim].to(dtype))

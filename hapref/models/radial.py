@@ -16,8 +16,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
+from torch.nn.utils.rnn import pack_padded_sequence
 
+from hapref.features.frames import frame_features, pad_features
 from hapref.features.temporal import concat_with_mean, frame_differences, temporal_mean
 from hapref.validation import check_float_tensor
 
@@ -27,44 +28,6 @@ __all__ = ["FC_LR_MULTIPLIER", "DescriptorHead", "MeanDiffPooling", "QuadletVide
 #: Learning-rate multiplier of the new (fully connected) layers relative to the pretrained CNN's
 #: (Radial "Experimental settings": "learning rate multiplier = 10", decay multiplier 1).
 FC_LR_MULTIPLIER = 10.0
-
-
-def frame_features(backbone: nn.Module, frames: Tensor, chunk: int = 64, grad: bool = False) -> Tensor:
-    """Per-frame vectors ``[T, F]`` from a backbone, ``chunk`` frames at a time; gradients only with ``grad``.
-
-    Backbones of :mod:`hapref.features` are used through their ``embed`` (global-average-pooled
-    last stage); any other module must map frames to ``[T, F]`` itself.
-    The per-frame CNN of the quadlet network (Radial Fig. 1(i)).
-
-    Examples:
-        >>> from hapref.features import SmallCNN
-        >>> frame_features(SmallCNN(), torch.zeros(5, 32, 32, 3, dtype=torch.uint8)).shape
-        torch.Size([5, 128])
-        >>> cnn = SmallCNN(frozen=False)
-        >>> frame_features(cnn, torch.zeros(2, 32, 32, 3, dtype=torch.uint8), grad=True).requires_grad
-        True
-    """
-    embed = backbone.embed if hasattr(backbone, "embed") else backbone
-    with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
-        return torch.cat([embed(frames[s:s + chunk]) for s in range(0, frames.shape[0], chunk)])
-
-
-def pad_features(sequences: list[Tensor]) -> tuple[Tensor, Tensor]:
-    """Right-pad ``[T_k, F]`` sequences to ``[B, T_max, F]``; also return the lengths ``[B]``.
-
-    Input of the quadlet network's LSTM (Radial Fig. 1(i)).
-
-    Examples:
-        >>> padded, lengths = pad_features([torch.ones(2, 3), torch.ones(4, 3)])
-        >>> padded.shape, lengths
-        (torch.Size([2, 4, 3]), tensor([2, 4]))
-    """
-    if not sequences:
-        raise ValueError("sequences must hold at least one [T, F] tensor")
-    lengths = torch.tensor([s.shape[0] for s in sequences])
-    if (lengths < 1).any():
-        raise ValueError("every sequence in sequences needs at least one frame")
-    return pad_sequence(sequences, batch_first=True), lengths
 
 
 def _check_padded(features: Tensor, lengths: Tensor, feature_dim: int) -> None:

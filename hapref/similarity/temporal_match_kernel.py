@@ -23,6 +23,7 @@ is used here; the paper sums several for long videos. HAP-VR and TCA list TMK am
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 from torch import Tensor
@@ -70,6 +71,25 @@ def _features(x: Tensor, valid: Tensor | None, omega: Tensor) -> Tensor:
     return torch.einsum("kt,ntd->nkd", phase.to(torch.complex128), x.to(torch.complex128))
 
 
+def _extent(x: Tensor, valid: Tensor | None) -> int:
+    """Frames up to the last valid one, over the batch (``T`` without a mask)."""
+    if valid is None or not valid.any():
+        return x.shape[1]
+    return int(valid.any(dim=0).nonzero().max()) + 1
+
+
+def _warn_if_aliased(period: int, tq: int, tm: int, offsets: Tensor) -> None:
+    """κ has period ``P``: frame pairs ``P`` apart in time, and offsets ``P`` apart, score alike (Eq. 1)."""
+    if tq + tm - 1 > period:
+        warnings.warn(f"period={period} is shorter than Tq + Tm - 1 = {tq} + {tm} - 1 = {tq + tm - 1} frames: "
+                      f"time differences {period} frames apart fall on the same kernel value, so offsets alias "
+                      f"(wrap around); choose period >= {tq + tm - 1}", UserWarning, stacklevel=3)
+    elif float(offsets.max() - offsets.min()) >= period:
+        warnings.warn(f"offsets span {float(offsets.max() - offsets.min()):g} frames, not less than period={period}"
+                      ": offsets a period apart score alike (they alias); choose a longer period",
+                      UserWarning, stacklevel=3)
+
+
 def tmk_offset_scores(x: Tensor, y: Tensor, x_valid: Tensor | None = None, y_valid: Tensor | None = None,
                       period: int = 64, frequencies: int = 16, beta: float = 8.0,
                       offsets: Tensor | None = None) -> Tensor:
@@ -79,7 +99,9 @@ def tmk_offset_scores(x: Tensor, y: Tensor, x_valid: Tensor | None = None, y_val
         x: query frame descriptors ``[Q, Tq, D]`` (float).
         y: target frame descriptors ``[M, Tm, D]``.
         x_valid, y_valid: optional bool ``[Q, Tq]`` / ``[M, Tm]`` (False = padding, weight 0).
-        period: ``P`` in frames, > 1; choose it above ``Tq + Tm`` so that offsets do not wrap around.
+        period: ``P`` in frames, > 1; at least ``Tq + Tm - 1`` (the frames up to the last valid one) so that
+            time differences, and the offsets searched, do not wrap around: a shorter one (or offsets spanning
+            ``P`` or more) warns, since offsets ``P`` apart then score alike.
         frequencies, beta: ``m`` and ``β`` of :func:`tmk_weights`.
         offsets: the offsets ``δ`` searched, ``[P]`` (default: every integer in ``[-(Tq - 1), Tm - 1]``).
 
@@ -92,6 +114,12 @@ def tmk_offset_scores(x: Tensor, y: Tensor, x_valid: Tensor | None = None, y_val
         >>> scores = tmk_offset_scores(x, y, period=32, frequencies=12, beta=16.0)
         >>> scores.shape, int(scores[0, 0].argmax()) - 5                    # offsets run from -(6 - 1)
         (torch.Size([1, 1, 13]), 2)
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = tmk_offset_scores(x, y, period=8)                            # 6 + 8 - 1 = 13 > 8
+        >>> str(caught[0].message)[:60]
+        'period=8 is shorter than Tq + Tm - 1 = 6 + 8 - 1 = 13 frames'
     """
     x = check_float_tensor(x, "x", ndim=3)
     y = check_float_tensor(y, "y", ndim=3)
@@ -109,6 +137,7 @@ def tmk_offset_scores(x: Tensor, y: Tensor, x_valid: Tensor | None = None, y_val
     offsets = torch.as_tensor(offsets, device=x.device).to(torch.float64)
     if offsets.ndim != 1 or offsets.numel() == 0:
         raise ValueError(f"offsets must be a non-empty 1-d tensor, got shape {tuple(offsets.shape)}")
+    _warn_if_aliased(period, _extent(x, x_valid), _extent(y, y_valid), offsets)
     fx, fy = _features(x, x_valid, omega), _features(y, y_valid, omega)              # [Q, K, D], [M, K, D]
     cross = torch.einsum("qkd,mkd->qmk", fx.conj(), fy)                               # ⟨X̄_k, Y_k⟩
     shift = torch.polar(weights[None].expand(len(offsets), -1), -offsets[:, None] * omega)   # a_k e^{-iω_k δ}
