@@ -22,6 +22,17 @@ Each rule is one function returning a list of violations (strings naming the cel
   four of it.
 - ``from_scratch``: chapters 3-7 have a section written from scratch in plain PyTorch whose equality with the
   package is asserted.
+- ``numbers``: every number in a chapter's Markdown equals, at its stated precision (``0.46`` matches a
+  printed 0.4583, ``43 %`` a printed 0.433 or 43.3), a number printed by a code cell of the same section (a
+  ``#`` / ``##`` heading starts one), or written in a visible code cell of that section (a setting the reader
+  sees), or is inserted with MyST-NB's ``{glue:text}`` (a role, so no digits in the Markdown). Left out:
+  equations (``$...$``, ``$$...$$``), code spans, links, labels and directive options; the run-time line (the
+  ``run_time`` rule); years (1900-2099); numbers after Chapter / Section / Sec. / § / Fig. / Eq. / Table /
+  Exercise / Appendix / Algorithm / Theorem / Step; digits inside names (``ResNet-50``, ``SHA-256``,
+  ``FIVR-5K``, ``UCF101``); numbers **quoted from a paper**, marked ``<span class="paper">...</span>``
+  (everything inside the span; the sentence or table says which paper); and the facts about the real
+  annotation files listed in :data:`REAL_FILE_FACTS`, each verified by a named test where the files are
+  present. Applies to the chapters in :data:`NUMBERS` (chapters 4-7 are being rewritten and join later).
 """
 from __future__ import annotations
 
@@ -39,6 +50,17 @@ CHAPTERS = sorted(BOOK.glob("0*.ipynb"))
 MAX_OUTPUT_LINES = 15
 MIN_DPI = 199.5
 FROM_SCRATCH = ("03", "04", "05_", "06", "07")
+#: Chapters whose Markdown numbers are checked (``numbers``).
+NUMBERS = ("01", "02", "03", "05b", "08")
+#: Facts about the real annotation files (absent from a fresh clone) that a chapter states: the exact phrase,
+#: and the test that checks it where ``shared/data/annotations`` is present (``file::function``).
+REAL_FILE_FACTS = {
+    "08": {"646 of the 1,945": "test_evaluation.py::test_real_fivr_multi_label_pairs_are_kept",
+           "354": "test_evaluation.py::test_real_fivr_multi_label_pairs_are_kept",
+           "49 of the 50": "test_evaluation.py::test_real_fivr_5k_queries_outside_the_database",
+           "100 × 225,960": "test_evaluation.py::test_real_fivr_200k_is_fast",
+           "528": "test_evaluation.py::test_real_evve_svd_cc_web_vcdb_match_reference"},
+}
 
 # Development history and QA talk: what changed between versions of the book, and what its tests check.
 HISTORY = [
@@ -288,27 +310,138 @@ def from_scratch(nb: dict) -> list[str]:
     return ["the from-scratch section asserts nothing against the package"]
 
 
+_FENCE = re.compile(r"^(`{3,}|~{3,})(?!\{)[^\n]*\n.*?^\1\s*$", re.MULTILINE | re.DOTALL)  # code, not directives
+_SKIP = [re.compile(p, f) for p, f in (
+    (r'<span class="paper"[^>]*>.*?</span>', re.DOTALL),                   # quoted from a paper
+    (r"^\*?Run time:[^\n]*$", re.MULTILINE),                               # the run_time rule's line
+    (_FENCE.pattern, re.MULTILINE | re.DOTALL),
+    (r"<!--.*?-->", re.DOTALL), (r"\$\$.*?\$\$", re.DOTALL), (r"(?<!\\)\$[^$]+?\$", 0),     # equations
+    (r"\{[\w:-]+\}`[^`]*`", 0), (r"`[^`\n]*`", 0),                        # roles ({glue:text}, {numref}), code
+    (r"\]\([^)]*\)", 0), (r"https?://\S+", 0), (r"^:[\w-]+:.*$", re.MULTILINE),   # links, directive options
+    (r"^\([\w-]+\)=\s*$", re.MULTILINE), (r"\([a-z0-9]+-[\w-]+\)", 0),       # labels
+    (r"^\*\*\d+\.\*\*|^\s*\d+\.(?=\s)", re.MULTILINE),                 # exercise and list numbers
+    (r"(?:[Cc]hapters?|[Ss]ections?|Sec\.|§|[Ff]ig(?:ure)?s?\.?|[Ee]qs?\.|[Ee]quations?|[Tt]ables?|"
+     r"[Ee]xercises?|[Aa]ppendi(?:x|ces)|[Aa]lgorithms?|[Tt]heorems?|[Ll]emmas?|[Ss]teps?)\s*[(\[]?"
+     r"\d+[a-z]?(?:\.\d+)*(?:\([a-z]+\))?(?:\s*(?:[-–,/]|and|or|to)\s*\d+[a-z]?(?:\.\d+)*)*", 0),
+    (r"(?<=[A-Za-z]-)\d+|(?<=[A-Za-z])\d+|\d+(?=[A-Za-z])", 0),             # ResNet-50, UCF101, 5K
+)]
+_PROSE_NUMBER = re.compile(r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
+_ANY_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+
+
+def prose_numbers(text: str, facts=()) -> list[tuple[str, bool, str]]:
+    """The numbers a reader sees in Markdown ``text``: ``(number, followed by %/points, context)``."""
+    for phrase in facts:
+        text = text.replace(phrase, " ")
+    for pattern in _SKIP:
+        text = pattern.sub(" ", text)
+    found = []
+    for m in _PROSE_NUMBER.finditer(text):
+        if _YEAR.fullmatch(m.group(0)):
+            continue
+        percent = bool(re.match(r"\s*(?:%|percent|(?:percentage )?points?)", text[m.end():]))
+        found.append((m.group(0), percent, " ".join(text[max(0, m.start() - 40):m.end() + 30].split())))
+    return found
+
+
+def printed_values(text: str) -> list[float]:
+    out = []
+    for m in _ANY_NUMBER.finditer(text):
+        try:
+            out.append(abs(float(m.group(0).replace(",", ""))))
+        except ValueError:
+            pass
+    return out
+
+
+def same_at_precision(number: str, percent: bool, printed: list[float]) -> bool:
+    """``number`` as written (its decimals, or its mantissa's for ``1e-13``) equals a printed value rounded to
+    that precision; a percentage also matches a printed fraction (0.433 for 43.3 %)."""
+    s = number.replace(",", "")
+    x = float(s)
+    if "e" in s:
+        mantissa = s.split("e")[0]
+        k = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        return any(f"{v:.{k}e}" == f"{x:.{k}e}" for v in printed)
+    k = len(s.split(".")[1]) if "." in s else 0
+    return any(abs(round(w, k) - x) < 1e-9 for v in printed for w in ((v, 100 * v) if percent else (v,)))
+
+
+def _output_text(cell: dict) -> str:
+    parts = []
+    for o in cell.get("outputs", []):
+        parts.append("".join(o.get("text", "")))
+        for kind in ("text/plain", "text/html", "text/markdown", "text/latex"):
+            parts.append("".join(o.get("data", {}).get(kind, "")))
+    return "\n".join(parts)
+
+
+def sections(nb: dict) -> list[list[tuple[int, dict]]]:
+    """The notebook cut at ``#`` / ``##`` headings: lists of ``(index, cell)``."""
+    out: list[list[tuple[int, dict]]] = [[]]
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown" and re.match(r"#{1,2}\s", source(cell).lstrip()) and out[-1]:
+            out.append([])
+        out[-1].append((i, cell))
+    return out
+
+
+def numbers(nb: dict, facts=()) -> list[str]:
+    out = []
+    for section in sections(nb):
+        printed = []
+        for _, cell in section:
+            if cell["cell_type"] == "code":
+                printed += printed_values(_output_text(cell))
+                if not tags(cell) & {"remove-cell", "remove-input"}:
+                    printed += printed_values(source(cell))
+        for i, cell in section:
+            if cell["cell_type"] != "markdown":
+                continue
+            for number, percent, context in prose_numbers(source(cell), facts):
+                if not same_at_precision(number, percent, printed):
+                    out.append(f"{_where(i, cell)}: {number!r} is neither printed in its section nor glued: "
+                               f"{context!r}")
+    return out
+
+
 RULES = {"solutions": solutions, "history": history, "long_outputs": long_outputs, "code_lines": code_lines,
          "figures": figures,
-         "png_dpi": dpi, "run_time": run_time, "from_scratch": from_scratch}
+         "png_dpi": dpi, "run_time": run_time, "from_scratch": from_scratch,
+         "numbers": numbers}
+
+
+def _facts(path: Path) -> list[str]:
+    return [phrase for chapter, facts in REAL_FILE_FACTS.items() if path.name.startswith(chapter)
+            for phrase in facts]
 
 
 def applies(rule: str, path: Path) -> bool:
-    """Every rule applies to every chapter, but ``from_scratch`` only to chapters 3-7 (they build a model)."""
-    return rule != "from_scratch" or path.name.startswith(FROM_SCRATCH)
+    """Every rule applies to every chapter, but ``from_scratch`` only to chapters 3-7 (they build a model) and
+    ``numbers`` only to the chapters in :data:`NUMBERS`."""
+    if rule == "from_scratch":
+        return path.name.startswith(FROM_SCRATCH)
+    if rule == "numbers":
+        return path.name.startswith(tuple(f"{n}_" for n in NUMBERS))
+    return True
+
+
+def _run(rule: str, path: Path) -> list[str]:
+    nb = load(path)
+    return numbers(nb, _facts(path)) if rule == "numbers" else RULES[rule](nb)
 
 
 def check(path: Path) -> dict[str, list[str]]:
-    nb = load(path)
-    return {name: rule(nb) for name, rule in RULES.items() if applies(name, path)}
+    return {name: _run(name, path) for name in RULES if applies(name, path)}
 
 
 @pytest.mark.parametrize("rule", list(RULES))
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_chapter_convention(path: Path, rule: str) -> None:
     if not applies(rule, path):
-        pytest.skip("only chapters 3-7 build a model")
-    problems = RULES[rule](load(path))
+        pytest.skip(f"{rule} does not apply to this chapter (see applies)")
+    problems = _run(rule, path)
     assert not problems, f"{path.name}, {rule}:\n  " + "\n  ".join(problems)
 
 

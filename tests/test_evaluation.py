@@ -388,6 +388,14 @@ def test_real_fivr_multi_label_pairs_are_kept(real_fivr):
 
 
 @needs_real
+def test_real_fivr_5k_queries_outside_the_database():
+    """Chapter 8: 49 of the 50 FIVR-5K queries are not database videos (so never targets); one is."""
+    ann = loaders.load_fivr(REAL / "annotations" / "fivr" / "fivr.pickle", "5k")
+    outside = [q for q in ann.queries if q not in set(ann.database)]
+    assert (len(ann.queries), len(outside)) == (50, 49)
+
+
+@needs_real
 def test_real_evve_svd_cc_web_vcdb_match_reference():
     ann = loaders.load_evve(REAL / "annotations" / "evve" / "evve.pickle")
     data = _load(REAL / "annotations" / "evve" / "evve.pickle")
