@@ -320,9 +320,9 @@ _SKIP = [re.compile(p, f) for p, f in (
     (r"\]\([^)]*\)", 0), (r"https?://\S+", 0), (r"^:[\w-]+:.*$", re.MULTILINE),   # links, directive options
     (r"^\([\w-]+\)=\s*$", re.MULTILINE), (r"\([a-z0-9]+-[\w-]+\)", 0),       # labels
     (r"^\*\*\d+\.\*\*|^\s*\d+\.(?=\s)", re.MULTILINE),                 # exercise and list numbers
-    (r"(?:[Cc]hapters?|[Ss]ections?|Sec\.|§|[Ff]ig(?:ure)?s?\.?|[Ee]qs?\.|[Ee]quations?|[Tt]ables?|"
+    (r"(?:[Cc]hapters?|[Ee]xperiments?|[Ss]ections?|Sec\.|§|[Ff]ig(?:ure)?s?\.?|[Ee]qs?\.|[Ee]quations?|[Tt]ables?|"
      r"[Ee]xercises?|[Aa]ppendi(?:x|ces)|[Aa]lgorithms?|[Tt]heorems?|[Ll]emmas?|[Ss]teps?)\s*[(\[]?"
-     r"\d+[a-z]?(?:\.\d+)*(?:\([a-z]+\))?(?:\s*(?:[-–,/]|and|or|to)\s*\d+[a-z]?(?:\.\d+)*)*", 0),
+     r"\d+[a-z]?(?:\.\d+)*(?:\([a-z]+\))?(?:\s*(?:[-–,/]|and|or|to)\s*\[?\d+[a-z]?(?:\.\d+)*)*", 0),
     (r"(?<=[A-Za-z]-)\d+|(?<=[A-Za-z])\d+|\d+(?=[A-Za-z])", 0),             # ResNet-50, UCF101, 5K
 )]
 _PROSE_NUMBER = re.compile(r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
@@ -377,13 +377,22 @@ def _output_text(cell: dict) -> str:
     return "\n".join(parts)
 
 
+_HEADING = re.compile(r"^(?=#{1,2}\s)", re.MULTILINE)
+
+
 def sections(nb: dict) -> list[list[tuple[int, dict]]]:
-    """The notebook cut at ``#`` / ``##`` headings: lists of ``(index, cell)``."""
+    """The notebook cut at ``#`` / ``##`` headings (also one inside a cell, which is split there): lists of
+    ``(index, cell)``."""
     out: list[list[tuple[int, dict]]] = [[]]
     for i, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] == "markdown" and re.match(r"#{1,2}\s", source(cell).lstrip()) and out[-1]:
-            out.append([])
-        out[-1].append((i, cell))
+        parts = _HEADING.split(source(cell)) if cell["cell_type"] == "markdown" else [None]
+        for k, part in enumerate(parts):
+            if part is not None and _HEADING.match(part) and out[-1]:
+                out.append([])
+            if part is not None and (part.strip() or k == 0):
+                out[-1].append((i, {**cell, "source": part}))
+            elif part is None:
+                out[-1].append((i, cell))
     return out
 
 
