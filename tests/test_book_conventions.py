@@ -396,8 +396,16 @@ def sections(nb: dict) -> list[list[tuple[int, dict]]]:
     return out
 
 
+def glued_names(nb: dict) -> set[str]:
+    return {o.get("metadata", {}).get("scrapbook", {}).get("name") for cell in nb["cells"]
+            for o in cell.get("outputs", [])} - {None}
+
+
 def numbers(nb: dict, facts=()) -> list[str]:
-    out = []
+    glued = glued_names(nb)
+    out = [f"{_where(i, cell)}: {{glue:text}}`{name}` is glued by no cell" for i, cell in enumerate(nb["cells"])
+           if cell["cell_type"] == "markdown"
+           for name in re.findall(r"\{glue(?::text)?\}`([^`:]+)", source(cell)) if name not in glued]
     for section in sections(nb):
         printed = []
         for _, cell in section:
@@ -454,6 +462,47 @@ def test_chapter_convention(path: Path, rule: str) -> None:
     assert not problems, f"{path.name}, {rule}:\n  " + "\n  ".join(problems)
 
 
+def _title(nb: dict) -> str:
+    return re.match(r"#\s+(.+)", source(nb["cells"][0]).strip()).group(1).strip()
+
+
+def _stated_run_time(nb: dict) -> str:
+    m = _RUN_TIME.search(source(nb["cells"][0]))
+    return f"{m.group(1)} {m.group(2)}"
+
+
+def test_index_repeats_each_chapter_title_and_run_time() -> None:
+    """``book/index.md``'s chapter list names every chapter by (a part of) its own title, in the order of
+    ``_toc.yml``, and its time table's running column starts with the run time the chapter's first cell
+    states."""
+    index = (BOOK / "index.md").read_text()
+    toc = re.findall(r"file: book/(0\w+)", (BOOK.parent / "_toc.yml").read_text())
+    listed = re.findall(r"\[\*\*(.+?)\*\*\]\((0\w+)\.ipynb\)", index)
+    assert [name for _, name in listed] == toc
+    rows = dict((name, running) for name, running in
+                re.findall(r"^\| \[[^]]+\]\((0\w+)\.ipynb\) \| [^|]+ \| ([^|]+) \|$", index, re.MULTILINE))
+    assert sorted(rows) == sorted(toc)
+    for text, name in listed:
+        nb = load(BOOK / f"{name}.ipynb")
+        assert text.lower() in _title(nb).lower(), (name, text, _title(nb))
+        stated = _stated_run_time(nb)
+        assert rows[name].startswith(stated), f"index.md says {rows[name]!r} for {name}, its first cell {stated!r}"
+
+
+def test_real_file_facts_name_tests_that_check_them() -> None:
+    tests = Path(__file__).resolve().parent
+    for chapter, facts in REAL_FILE_FACTS.items():
+        text = load(next(BOOK.glob(f"{chapter}_*.ipynb")))
+        prose = "\n".join(source(c) for c in text["cells"] if c["cell_type"] == "markdown")
+        for phrase, where in facts.items():
+            assert phrase in prose, (chapter, phrase)
+            file, function = where.split("::")
+            code = (tests / file).read_text()
+            body = code.split(f"def {function}(", 1)[1].split("\ndef ", 1)[0]
+            numbers = [n.replace(",", "") for n in re.findall(r"\d[\d,]*", phrase)]
+            assert all(n in body for n in numbers), (phrase, where)
+
+
 def test_rules_catch_what_they_should() -> None:
     """Each rule fails on a small notebook that breaks it and passes on one that keeps it."""
     def md(s, **meta):
@@ -475,6 +524,18 @@ def test_rules_catch_what_they_should() -> None:
     assert len(solutions(bad)) >= 3 and figures(bad) and run_time(bad)
     assert history(bad) and long_outputs(bad)
     assert code_lines({"cells": [code("x" * 89)]}) and not code_lines({"cells": [code("x" * 88)]})
+    printed = [{"output_type": "stream", "name": "stdout", "text": "mAP 0.4583, F1 0.433, gain 18.2\n"}]
+    kept = {"cells": [md("# T\n\n*Run time: about 5 s.*"), code("run()", outputs=printed),
+                      md("mAP 0.46 (0.458 to three digits), F1 43 %, gains of 18 points; Fig. 2 and "
+                         "Eq. 3 of chapter 4, in 2024; $x = 7$, `k = 9`, ResNet-50, {glue:text}`gap`; "
+                         'the paper reports <span class="paper">89.07</span>.')]}
+    assert [p.split(": ", 1)[1] for p in numbers(kept)] == ["{glue:text}`gap` is glued by no cell"]
+    broken = {"cells": [md("# T"), code("run()", outputs=printed),
+                        md("mAP 0.47, F1 48-58 %, 400 steps."), md("## Next\n\nmAP 0.4583 again.")]}
+    found = " ".join(numbers(broken))
+    assert all(f"'{n}'" in found for n in ("0.47", "48", "58", "400", "0.4583")), found
+    assert "'0.46'" not in found
+    assert numbers(broken, facts=["400 steps"]) and "'400'" not in " ".join(numbers(broken, facts=["400 steps"]))
 
 
 def write_run_time(path: Path) -> None:
