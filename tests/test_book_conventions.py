@@ -223,17 +223,20 @@ def code_lines(nb: dict) -> list[str]:
 
 
 def figures(nb: dict) -> list[str]:
-    names, text = [], []
+    names, text, problems = [], [], []
     for cell in nb["cells"]:
         fig = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         if fig.get("name"):
             names.append(fig["name"])
+            shown = [o for o in cell.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")]
+            if len(shown) > 1:  # MyST-NB wraps each one in a figure of that name: a duplicate target
+                problems.append(f"figure {fig['name']}: its cell displays {len(shown)} outputs, one is allowed")
         if cell["cell_type"] == "markdown":
             s = source(cell)
             text.append(s)
             names += re.findall(r"^:name:\s*(\S+)", s, re.MULTILINE)
     cited = set(re.findall(r"\{numref\}`(?:[^`<]*<)?([\w-]+)>?`", "\n".join(text)))
-    return [f"figure {n} is never cited with {{numref}}" for n in names if n not in cited]
+    return problems + [f"figure {n} is never cited with {{numref}}" for n in names if n not in cited]
 
 
 def png_dpi(data: bytes) -> float | None:
@@ -522,6 +525,10 @@ def test_rules_catch_what_they_should() -> None:
                      md("## Exercises\n\n**1.** Do it."), md("It works: an earlier version said so."),
                      code("print('\\n' * 20)", outputs=[{"output_type": "stream", "text": "a\n" * 20}])]}
     assert len(solutions(bad)) >= 3 and figures(bad) and run_time(bad)
+    image = {"output_type": "display_data", "data": {"image/png": ""}}
+    two = {"cells": [md("See {numref}`fig-x`."), {**code("plot(); show(table)", outputs=[image, image]),
+                                                 "metadata": {"mystnb": {"figure": {"name": "fig-x"}}}}]}
+    assert figures(two) and "2 outputs" in figures(two)[0]
     assert history(bad) and long_outputs(bad)
     assert code_lines({"cells": [code("x" * 89)]}) and not code_lines({"cells": [code("x" * 88)]})
     printed = [{"output_type": "stream", "name": "stdout", "text": "mAP 0.4583, F1 0.433, gain 18.2\n"}]

@@ -29,7 +29,7 @@ SHUFFLE_WINDOW = 4
 
 
 def edit_indices(length: int, edit: str, generator: torch.Generator | None = None) -> Tensor:
-    """Frame indices (long ``[T']``) into a video of ``length`` frames that make its ``edit``ed version.
+    """Frame indices (long ``[T']``) into a video of ``length`` frames that make its version under ``edit``.
 
     Examples:
         >>> edit_indices(5, "reversed").tolist(), edit_indices(5, "2x").tolist()

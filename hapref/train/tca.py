@@ -484,7 +484,7 @@ def frame_contrastive_similarities(query: Tensor, positive: Tensor, bank: Memory
     the positive ``positive [B, S, D]`` in column 0, then (``in_batch``, one process's rows) the other rows'
     positives, then the frame keys ``[M, S, D]`` of a frame bank (``MemoryBank(..., frames=S)``). The layout and
     the returned ``valid [B, M]`` (False = a negative of the anchor's own clip) are those of
-    :func:`hapref.losses.memory_bank.contrastive_similarities`, so any memory-bank loss takes them.
+    :func:`hapref.losses.contrastive_similarities`, so any memory-bank loss takes them.
 
     Examples:
         >>> q = torch.nn.functional.normalize(torch.randn(3, 4, 8), dim=-1)
