@@ -198,12 +198,9 @@ def test_stored_context_sweep_holds_its_claims() -> None:
     assert set(stored["untrained"]) == {"0", "1"}
     for methods in stored["untrained"].values():
         assert set(methods) == set(MEASURES) | CLOSED_FORM | CONTEXT_EXTRA
-    for variant in (*sweeps.CONTEXT_HEADLINE, "tca_frame_tuned"):
+    for variant in (*sweeps.CONTEXT_HEADLINE, *sweeps.TUNED, "tca_frame"):
         keys = {(r["seed"], r["data_seed"]) for r in stored["runs"][variant]}
         assert keys >= {(s, d) for s in range(5) for d in (0, 1)}, variant
-    for variant in ("mlp_frame_tuned", "tca_frame", "tca_tuned"):     # issue 49's controls: seeds 0-2 at least
-        keys = {(r["seed"], r["data_seed"]) for r in stored["runs"][variant]}
-        assert keys >= {(s, 0) for s in range(3)}, variant
     schedule = stored["validation"]["frame_schedule"]
     assert schedule["data_seed"] == sweeps.VALIDATION_SEED and schedule["steps"] <= schedule["long_steps"]
     for variant in sweeps.TUNED:                       # trained for the validated steps: the curve ends there
@@ -212,6 +209,11 @@ def test_stored_context_sweep_holds_its_claims() -> None:
     assert set(stored["barrier"]) == {"0", "1"}
     for claim in stored["claims"]:
         assert claim_holds(stored, claim), (claim, claim_gaps(stored, claim))
+    recheck = stored["recheck"]               # an instance and seeds no choice used: every claim holds there too
+    assert recheck["data_seed"] not in (0, 1, sweeps.VALIDATION_SEED) and min(recheck["seeds"]) >= 5
+    for claim in stored["claims"]:
+        assert len(claim_gaps(recheck, claim)) == len(recheck["seeds"]), claim
+        assert claim_holds(recheck, claim), (claim, claim_gaps(recheck, claim))
     best = {max(methods, key=lambda m: methods[m]["mAP"]) for methods in stored["untrained"].values()}
     assert best == {"temporal_network"}      # the headline claims compare with the best training-free entry
     assert {"better": "untrained:temporal_network", "worse": "tca", "metric": "mAP", "margin": 0.5} in stored["claims"]
