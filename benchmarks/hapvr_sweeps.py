@@ -163,6 +163,8 @@ VARIANTS: dict[str, dict] = {
     "xavier_psi": {"psi_init": "xavier"},                               # ψ from the released random init
     "untrained_network": {"steps": 0},                                  # ψ as initialised by the seed
     "random_batches": {"pair_batches": False},                          # batches of uniform clips (control)
+    # not in the paper: + QuadLinear-AP on the batch matrix pooled across queries (hapref.losses.CrossQueryAP)
+    "hapvr_crossquery": {"video_loss": "quadlinear_ap_crossquery"},
 }
 #: The curve over the number of training clips (issue 27 item 3): the full method and L_base with the pool drawn
 #: from the first N unlabeled clips (the profile's 512 is the stored hapvr / L_base rows themselves).
@@ -358,6 +360,8 @@ def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | 
         db, valid = shuffled_database(task)
         shuffled = model.score(task.data.queries, db, task.data.query_valid, valid)
         metrics["mAP_shuffled"] = map_and_micro_ap(shuffled.cpu(), task.data.relevance)["mAP"]
+        z = map_and_micro_ap(zscore_rows(task.scores(model).cpu()), task.data.relevance)   # per-query z-score
+        metrics["mAP_z"], metrics["uAP_z"] = z["mAP"], z["uAP"]
     return {"seed": seed, "data_seed": data_seed, **{k: round(float(x), 6) for k, x in metrics.items()},
             "curve": curve}
 

@@ -26,6 +26,7 @@ from hapref.losses.pointwise import MAE, MSE
 from hapref.losses.quadlinear_ap import QuadLinearAP
 from hapref.losses.relaxed_rank import relaxed_rank_ap
 from hapref.losses.smooth_ap import SmoothAP
+from hapref.losses.cross_query import CrossQueryAP, pooled_ap_loss
 from hapref.losses.surrogates import (QuadLinearStep, SigmoidStep, StepSurrogate, heaviside, negative_step_sum,
                                       quad_linear, sigmoid_step)
 
@@ -34,6 +35,7 @@ __all__ = [
     "BlackBoxAP",
     "Circle",
     "Contrastive",
+    "CrossQueryAP",
     "descending_ranks",
     "embedding_batch",
     "EmbeddingLoss",
@@ -51,6 +53,7 @@ __all__ = [
     "negative_step_sum",
     "positive_overlap",
     "quad_linear",
+    "pooled_ap_loss",
     "QuadLinearAP",
     "QuadLinearStep",
     "RankingLoss",

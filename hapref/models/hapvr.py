@@ -20,6 +20,7 @@ from hapref.losses import (
     BlackBoxAP,
     Circle,
     Contrastive,
+    CrossQueryAP,
     FastAP,
     ListwiseAP,
     QuadLinearAP,
@@ -30,11 +31,13 @@ from hapref.similarity.network import VideoSimilarityNetwork
 
 #: Video-level ranking losses of HAP-VR Table 2 (list-, pair- and point-wise) and "none" (L_base only).
 VIDEO_LOSSES: tuple[str, ...] = ("quadlinear_ap", "smooth_ap", "fastap", "blackbox_ap", "listwise_ap",
-                                 "contrastive", "triplet", "circle", "mae", "mse", "none")
+                                 "contrastive", "triplet", "circle", "mae", "mse", "none",
+                                 "quadlinear_ap_crossquery")
 LOSS_FAMILIES: dict[str, str] = {
     "quadlinear_ap": "list-wise", "smooth_ap": "list-wise", "fastap": "list-wise", "blackbox_ap": "list-wise",
     "listwise_ap": "list-wise", "contrastive": "pair-wise", "triplet": "pair-wise", "circle": "pair-wise",
     "mae": "point-wise", "mse": "point-wise", "none": "base only",
+    "quadlinear_ap_crossquery": "list-wise + cross-query (extension)",
 }
 
 
@@ -62,6 +65,8 @@ def video_ranking_loss(name: str) -> nn.Module | None:
         "mae": lambda: MAE(),
         "mse": lambda: MSE(),
         "none": lambda: None,
+        # not in HAP-VR: the paper's term plus the same loss on the batch pooled across queries (μAP-oriented)
+        "quadlinear_ap_crossquery": lambda: CrossQueryAP(QuadLinearAP.preset("released_video"), weight=1.0),
     }
     if name not in factories:
         raise ValueError(f"name must be one of {VIDEO_LOSSES}, got {name!r}")
