@@ -467,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", nargs="*", default=["hapvr", "L_base", "untrained_network"],
                         choices=list(VARIANTS))
     parser.add_argument("--steps", type=int, default=None, help="override the profile's training steps (tests)")
+    parser.add_argument("--view-batches", type=int, default=None,
+                        help="override the profile's pool of view batches (the scale curve; use its own --out)")
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--long-targets", action="store_true",
                         help="also store TopK-Chamfer's temporal rates on long targets (long_targets block)")
@@ -479,6 +481,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="store raw / z-scored metrics, score summaries and the temporal-edit splits of the "
                              "full method (each --seeds seed) and the training-free methods (calibration block)")
     args = parser.parse_args(argv)
+    if args.view_batches is not None:           # a larger pool: every function reads PROFILES[profile]
+        original = PROFILES[args.profile]
+        PROFILES[args.profile] = replace(original, view_batches=args.view_batches)
+        rest = list(argv if argv is not None else sys.argv[1:])
+        rest = [a for a in rest if not a.startswith("--view-batches=")]
+        if "--view-batches" in rest:
+            k = rest.index("--view-batches")
+            del rest[k:k + 2]
+        try:
+            return main(rest)
+        finally:
+            PROFILES[args.profile] = original
 
     with sweep_arithmetic(threads=1) as dtype:
         settings = {k: v for k, v in asdict(PROFILES[args.profile]).items() if LATER_FIELDS.get(k, ()) != v}

@@ -132,3 +132,21 @@ def test_stored_calibration_matches_the_stored_runs() -> None:
             for name in sweeps.ALIGNMENT:                                                 # the same scores
                 assert entry["methods"][name]["raw"]["mAP"] == pytest.approx(stored["untrained"][ds][name]["mAP"],
                                                                              abs=1e-6)
+
+
+def test_view_batches_override_is_stored_and_undone(tmp_path) -> None:
+    """--view-batches (the scale curve's larger pool) trains on that pool, records it in the file's settings and
+    leaves the profile table as it was; every run stores the per-query z-scored metrics too."""
+    from hapref.train.hapvr import PROFILES
+
+    sweeps = load_script()
+    before = PROFILES["smoke"]
+    out = tmp_path / "v.json"
+    assert sweeps.main(["--profile", "smoke", "--steps", "2", "--seeds", "0", "--view-batches", "2",
+                        "--variants", "hapvr_crossquery", "--out", str(out)]) == 0
+    stored = json.loads(out.read_text())
+    assert stored["settings"]["view_batches"] == 2 != before.view_batches
+    assert PROFILES["smoke"] is before
+    (row,) = stored["runs"]["hapvr_crossquery"]
+    assert row["mAP_z"] == pytest.approx(row["mAP"], abs=1e-6)      # a per-query z-score keeps each ranking
+    assert 0.0 <= row["uAP_z"] <= 1.0
