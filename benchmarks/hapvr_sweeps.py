@@ -139,7 +139,8 @@ about 6-10 min: the pools had to be rebuilt in this worktree), then the calibrat
 the instance's pool of views rebuilt, on 2 cores shared with three other agents' sweeps). Against ``hapvr`` of the
 same seed: raw μAP above on 4 of 5 (-0.011 to +0.036), mAP above on 2 of 5: a tie, no claim. Not run, for the
 budget: instance 1 (its pool of views alone about 8-10 min here) and so no re-check on an unused instance.
-Calibration block: CALIBRATION_STORED
+Calibration block: seeds 1-4 on instance 0 added (165-205 s wall each, after the cross-query rows),
+so instance 0 holds seeds 0-4. Not run, for the budget: instance 1 (seeds 0-4).
 
 The scale curve (issue 51 item 3) is not run and not stored: on 2 shared cores the 90 minutes went to the
 cross-query term. What would produce it, in its own file (a pool of 64 view batches, 512 clip slots, about 320
