@@ -78,7 +78,7 @@ LAB_NOTES = [
     r"ignore-output", r"same digits on any CPU",
 ]
 #: Chapters whose lab notes have not moved to an appendix page yet (``history`` skips LAB_NOTES there).
-LAB_NOTES_PENDING = ("04", "07")
+LAB_NOTES_PENDING = ("07",)
 _HISTORY = re.compile("|".join(HISTORY), re.IGNORECASE)
 _LAB_NOTES = re.compile("|".join(HISTORY + LAB_NOTES), re.IGNORECASE)
 _EXERCISE = re.compile(r"^\*\*(\d+)\.\*\*")
