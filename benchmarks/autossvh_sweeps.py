@@ -174,8 +174,8 @@ from hapref.models import FRAME_SAMPLERS, training_free_drop
 from hapref.models.autossvh import drop_index, gumbel_topk
 from hapref.search import itq_codes, lsh_codes, pca_sign_codes, spectral_hashing_codes
 from hapref.train import fit
-from hapref.train.autossvh import (LOSSES, PROFILES, AutoSSVHTask, hashing_metrics, informative_kept,
-                                   view_overlap)
+from hapref.train.autossvh import (DIAGNOSTIC_LOSSES, LOSSES, PROFILES, AutoSSVHTask, hashing_metrics,
+                                   informative_kept, swap_test, view_overlap)
 from hapref.train.loop import TrainConfig
 
 #: Every variant the sweep knows: the losses and the untrained network.
@@ -195,6 +195,16 @@ DELTAS = (0.0, 0.1, 0.3, 1.0)
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "book" / "data" / "autossvh_sweeps.json"
 #: ``--profile redundant`` (frame choice matters) writes its own file, in the same layout.
 REDUNDANT_OUT = DEFAULT_OUT.with_name("autossvh_redundant_sweeps.json")
+#: ``--profile redundant_iid`` (per-frame i.i.d. fillers) writes its own file, in the same layout.
+REDUNDANT_IID_OUT = DEFAULT_OUT.with_name("autossvh_redundant_iid_sweeps.json")
+#: Profiles whose videos hide a few informative frames among fillers (``informative_kept`` and the oracles).
+REDUNDANT_PROFILES = ("redundant", "redundant_iid")
+#: Keep-logit gaps of the soft oracle tried on :data:`VALIDATION_DATA_SEED` (seed 0); the one of highest GMAP is
+#: stored under ``oracle_validation`` and used by every ``soft_oracle`` run of the file.
+ORACLE_GAPS = (1.0, 2.0, 4.0)
+#: Variants whose stored rows carry the swap test (:func:`hapref.train.autossvh.swap_test`, 16 batches).
+SWAP_VARIANTS = ("autossvh", "autossvh_no_grl", "fresh")
+SWAP_STEPS = 16
 
 #: The orderings chapter 7 states; each holds on every stored (seed, data seed) run with mean gap >= margin.
 #: None is against a training-free code: the best of them (SH of the mean frame feature on data seed 0, the
@@ -233,6 +243,12 @@ REDUNDANT_CLAIMS: list[dict] = [
 ]
 
 
+#: The orderings chapter 7 states on the i.i.d.-filler benchmark (``--profile redundant_iid``), each on every
+#: stored run (5 seeds x data seeds 0 and 1) and re-checked (``recheck``) on seeds and an instance used for nothing
+#: else.
+REDUNDANT_IID_CLAIMS: list[dict] = []
+
+
 def settings(profile: str, data_seed: int, steps: int | None = None, delta: float | None = None) -> dict:
     """The profile's settings with ``data_seed`` (and optionally ``steps`` / Gumbel ``delta``) replaced."""
     s = {**PROFILES[profile], "data_seed": data_seed}
@@ -254,20 +270,44 @@ def _rounded(metrics: dict) -> dict:
     return {k: round(float(v), 6) for k, v in metrics.items()}
 
 
+def _swap(task: AutoSSVHTask, model, variant: str) -> dict:
+    if task.informative is None or variant not in SWAP_VARIANTS:
+        return {}
+    probe = AutoSSVHTask(task.settings, "autossvh", task.seed)       # the paper's objective and sampler
+    return {"swap": {k: round(v, 4) for k, v in swap_test(probe, model, SWAP_STEPS).items()}}
+
+
 def run_one(s: dict, variant: str, seed: int) -> dict:
-    """One stored row: a trained variant, or ``fresh`` (the network as the seed initialises it)."""
+    """One stored row: a trained variant, or ``fresh`` (the network as the seed initialises it); on the redundant
+    profiles the variants of :data:`SWAP_VARIANTS` also store their swap test (``swap``)."""
     row = {"seed": seed, "data_seed": s["data_seed"]}
     if variant == "fresh":
         task = AutoSSVHTask(s, "autossvh", seed)
         torch.manual_seed(seed)
-        return {**row, **_rounded(task.evaluate(task.build_model()))}
+        model = task.build_model()
+        metrics = _rounded(task.evaluate(model))
+        return {**row, **metrics, **_swap(task, model, variant)}
     task, result = train(s, variant, seed)
     last = result.history[-1]
     return {**row, **_rounded(result.metrics),
             **{f"final_{k}": round(float(last[k]), 4) for k in ("loss", "fr", "vc", "p2set") if k in last},
             "shared_frames": round(view_overlap(task, result.model), 4),
             **({"informative_kept": round(informative_kept(task, result.model), 4)} if task.informative is not None
-               else {})}
+               else {}), **_swap(task, result.model, variant)}
+
+
+def oracle_validation(profile: str, steps: int | None = None) -> dict:
+    """The soft oracle trained (seed 0) at every gap of :data:`ORACLE_GAPS` on :data:`VALIDATION_DATA_SEED`:
+    GMAP and informative frames kept per view; ``chosen`` is the gap of highest GMAP."""
+    s = settings(profile, VALIDATION_DATA_SEED, steps)
+    gaps = {}
+    for gap in ORACLE_GAPS:
+        r = run_one({**s, "oracle_gap": gap}, "soft_oracle", 0)
+        gaps[str(gap)] = {"GMAP": r["GMAP"], "informative_kept": r["informative_kept"]}
+        print(f"oracle gap {gap}: GMAP={r['GMAP']:.4f} informative={r['informative_kept']:.3f}", file=sys.stderr,
+              flush=True)
+    chosen = max(ORACLE_GAPS, key=lambda g: (gaps[str(g)]["GMAP"], -g))
+    return {"data_seed": VALIDATION_DATA_SEED, "seed": 0, "metric": "GMAP", "gaps": gaps, "chosen": chosen}
 
 
 def hash_metrics(name: str, train_feature, test_feature, bits: int, labels: tuple) -> dict:
@@ -404,7 +444,7 @@ def delta_sweep_run(s: dict, delta: float, seed: int, released: bool = False) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="quick", choices=("smoke", "quick", "redundant", "full"))
+    parser.add_argument("--profile", default="quick", choices=("smoke", "quick", "redundant", "redundant_iid", "full"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
@@ -418,22 +458,43 @@ def main(argv: list[str] | None = None) -> int:
                         help="redundant profile: train the paper's variant with the released noise recipe for every "
                              "seed, with learning curves (stored under released_noise)")
     parser.add_argument("--delta-curve", action="store_true", help="also measure the δ curve (seed = first seed)")
-    parser.add_argument("--out", default=None, help="default: book/data/autossvh[_redundant]_sweeps.json")
+    parser.add_argument("--recheck", action="store_true",
+                        help="store the runs and training-free codes of --seeds / --data-seed under the file's "
+                             "'recheck' key (the claims' re-check on seeds and an instance used for nothing else)")
+    parser.add_argument("--out", default=None,
+                        help="default: book/data/autossvh[_redundant | _redundant_iid]_sweeps.json")
     args = parser.parse_args(argv)
-    redundant = args.profile == "redundant"
-    args.out = args.out or str(REDUNDANT_OUT if redundant else DEFAULT_OUT)
+    out = {"redundant": REDUNDANT_OUT, "redundant_iid": REDUNDANT_IID_OUT}.get(args.profile, DEFAULT_OUT)
+    args.out = args.out or str(out)
+    main_out = args.out
+    if args.recheck:
+        args.out = str(Path(main_out).with_suffix(".recheck.json"))
+    claims = {"redundant": REDUNDANT_CLAIMS, "redundant_iid": REDUNDANT_IID_CLAIMS}.get(args.profile, CLAIMS)
 
     with sweep_arithmetic(threads=1) as dtype:
         s = settings(args.profile, args.data_seed, args.steps)
         fixed = {k: v for k, v in s.items() if k != "data_seed"}
         meta = json.loads(json.dumps({"profile": args.profile, "settings": fixed, "lsh_seeds": list(LSH_SEEDS),
                                       "dtype": str(dtype).removeprefix("torch.")}))
-        sweep = SweepFile(args.out, meta, REDUNDANT_CLAIMS if redundant else CLAIMS)
+        sweep = SweepFile(args.out, meta, claims)
+        if args.recheck:
+            main = json.loads(Path(main_out).read_text())
+            sweep.data["validation"] = main["validation"]
+            if "oracle_validation" in main:
+                sweep.data["oracle_validation"] = main["oracle_validation"]
         sweep.ensure_untrained(args.data_seed, lambda: training_free(s))
         if args.baselines:
             ensure_baselines(sweep, args.profile, s)
-        sweep.run_missing(args.variants, args.seeds, args.data_seed, lambda variant, seed: run_one(s, variant, seed),
-                          lambda row: f"GMAP={row['GMAP']:.4f}")
+        if "soft_oracle" in args.variants and "oracle_validation" not in sweep.data:
+            value, wall, cpu = sweep.timed(lambda: oracle_validation(args.profile, args.steps))
+            sweep.add("oracle_validation", value, wall, cpu)
+        gap = sweep.data.get("oracle_validation", {}).get("chosen")
+        for seed in args.seeds:                  # seed by seed, so that an interrupted sweep stays balanced
+            sweep.run_missing(args.variants, [seed], args.data_seed,
+                              lambda variant, seed: run_one({**s, "oracle_gap": gap} if variant == "soft_oracle"
+                                                            else s, variant, seed),
+                              lambda row: f"GMAP={row['GMAP']:.4f}" + (
+                                  f" informative={row['informative_kept']:.3f}" if "informative_kept" in row else ""))
         for delta in args.delta_sweep or ():
             rows = sweep.data.setdefault("delta_sweep", [])
             for seed in args.seeds:
@@ -460,6 +521,11 @@ def main(argv: list[str] | None = None) -> int:
             value, wall, cpu = sweep.timed(lambda: delta_curve(s, args.seeds[0]))
             sweep.add("delta_curve", value, wall, cpu)
         sweep.write()
+        if args.recheck:                          # merge into the main file's 'recheck' key
+            main = json.loads(Path(main_out).read_text())
+            main["recheck"] = {k: sweep.data[k] for k in ("runs", "untrained", "wall_seconds", "cpu_seconds")}
+            Path(main_out).write_text(json.dumps(main, indent=1, sort_keys=True) + "\n")
+            args.out = main_out
     print(f"wrote {args.out}")
     return 0
 

@@ -17,7 +17,9 @@ from torch import Tensor, nn
 from hapref.validation import check_float_tensor
 
 __all__ = ["PRESETS", "AutoSSVHNet", "GradeNet", "HashPreset", "binarize_st", "drop_index", "gradient_reversal",
-           "gumbel_noise", "gumbel_topk", "hash_codes", "released_logits", "num_dropped", "random_drop", "sinusoidal_positions"]
+           "gumbel_noise", "gumbel_topk", "gumbel_topk_order", "hash_codes", "hiding_oracle_drop", "num_dropped",
+           "plackett_luce_log_prob", "random_drop", "released_logits", "sinusoidal_positions", "soft_oracle_drop",
+           "swap_pairs"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,128 @@ def gumbel_topk(scores: Tensor, k: int, delta: float = 1.0, temperature: float =
     index = soft.topk(k, dim=-1).indices.sort(dim=-1).values
     hard = torch.zeros_like(soft).scatter(-1, index, 1.0)
     return hard - soft.detach() + soft, index
+
+
+def gumbel_topk_order(scores: Tensor, k: int, delta: float = 1.0, eps: float = 1e-10,
+                      generator: torch.Generator | None = None) -> Tensor:
+    """The ``k`` frames of largest ``S + δ·G`` in the order they rank, ``[B, k]`` (no gradient).
+
+    The same choice as :func:`gumbel_topk` (the ranking of ``softmax((S + δG)/τ)`` is that of ``S + δG``) but
+    in rank order, not temporal order: the ordered sample whose probability
+    :func:`plackett_luce_log_prob` gives (Gumbel top-k draws an ordered Plackett-Luce sample of logits
+    ``S/δ``). A book diagnostic (chapter 7's score-function sampler), not part of the paper's method.
+
+    Examples:
+        >>> gumbel_topk_order(torch.tensor([[0.1, 0.9, 0.5, 0.2]]), 3, delta=0.0)   # no noise: by score
+        tensor([[1, 2, 3]])
+    """
+    scores = check_float_tensor(scores, "scores", 2)
+    if not 0 <= k <= scores.shape[1]:
+        raise ValueError(f"k must lie in [0, T={scores.shape[1]}], got {k}")
+    perturbed = scores.detach() + delta * gumbel_noise(scores.shape, eps, generator, scores.device, scores.dtype)
+    return perturbed.topk(k, dim=-1).indices
+
+
+def plackett_luce_log_prob(logits: Tensor, order: Tensor) -> Tensor:
+    """Log-probability ``[B]`` of the ordered sample ``order [B, k]`` under Plackett-Luce with ``logits [B, T]``.
+
+    ``log P(i_1, …, i_k) = Σ_j (θ_{i_j} − log Σ_{l ∉ {i_1, …, i_{j−1}}} e^{θ_l})``: the probability that
+    :func:`gumbel_topk_order` draws ``i_1, …, i_k`` in that order when ``S/δ = θ``. Its gradient times a
+    reward that depends only on the set ``{i_1, …, i_k}`` is an unbiased (score-function, REINFORCE) estimate
+    of the gradient of the expected reward. A book diagnostic, not part of the paper's method.
+
+    Examples:
+        >>> theta = torch.zeros(1, 4)                       # uniform: 1/4 · 1/3 for any ordered pair
+        >>> round(plackett_luce_log_prob(theta, torch.tensor([[2, 0]])).exp().item(), 6)
+        0.083333
+    """
+    logits = check_float_tensor(logits, "logits", 2)
+    if not isinstance(order, Tensor) or order.ndim != 2 or order.shape[0] != logits.shape[0] \
+            or order.is_floating_point() or order.shape[1] > logits.shape[1]:
+        raise ValueError(f"order must be [B={logits.shape[0]}, k <= T={logits.shape[1]}] integer frame indices, "
+                         f"got {tuple(order.shape) if isinstance(order, Tensor) else type(order).__name__}")
+    picked = logits.gather(1, order)                                                  # [B, k]
+    taken = torch.zeros_like(logits, dtype=torch.bool)
+    total = logits.new_zeros(logits.shape[0])
+    for j in range(order.shape[1]):
+        total = total + picked[:, j] - torch.logsumexp(logits.masked_fill(taken, float("-inf")), dim=-1)
+        taken = taken.scatter(1, order[:, j:j + 1], True)
+    return total
+
+
+def _informative(informative: object, num_drop: object) -> Tensor:
+    if not isinstance(informative, Tensor) or informative.dtype != torch.bool or informative.ndim != 2:
+        raise ValueError(f"informative must be a bool [B, T] tensor, got "
+                         f"{getattr(informative, 'dtype', type(informative).__name__)}")
+    if not isinstance(num_drop, int) or not 0 <= num_drop < informative.shape[1]:
+        raise ValueError(f"num_drop must be an int in [0, T={informative.shape[1]}), got {num_drop!r}")
+    return informative
+
+
+def hiding_oracle_drop(informative: Tensor, num_drop: int, generator: torch.Generator | None = None) -> Tensor:
+    """The sampler that hides the content: drop the informative frames first, then random others, ``[B, M]``.
+
+    A bound of the book (chapter 7), not the paper's method: with ``M`` at least the informative frames of a
+    video, no view keeps any of them. ``informative`` bool ``[B, T]``; returns sorted int64 indices.
+
+    Examples:
+        >>> informative = torch.tensor([[False, True, False, True, False, False]])
+        >>> drop = hiding_oracle_drop(informative, 3, torch.Generator().manual_seed(0))
+        >>> informative.gather(1, drop).sum().item(), drop.shape
+        (2, torch.Size([1, 3]))
+    """
+    informative = _informative(informative, num_drop)
+    key = informative.double() + torch.rand(informative.shape, generator=generator, dtype=torch.float64)
+    return key.topk(num_drop, dim=-1).indices.sort(-1).values
+
+
+def soft_oracle_drop(informative: Tensor, num_drop: int, gap: float, delta: float = 1.0,
+                     generator: torch.Generator | None = None) -> Tensor:
+    """A noisy sampler that favours the content: drop the ``M`` largest ``−gap·[t informative] + δ·G``.
+
+    Fixed keep-logits ``gap`` for informative frames and 0 for the others, Gumbel noise of scale ``δ``
+    (:func:`gumbel_noise`) as the learned sampler has, so two views of a video still differ. ``gap = 0`` is a
+    uniform random sampler. A bound of the book (chapter 7), not the paper's method. Returns ``[B, M]`` sorted.
+
+    Examples:
+        >>> informative = torch.tensor([[False, True, False, True, False, False]]).expand(2000, -1)
+        >>> drop = soft_oracle_drop(informative, 3, gap=2.0, generator=torch.Generator().manual_seed(0))
+        >>> kept = 2 - informative.gather(1, drop).sum(1).double().mean().item()    # of 2 informative frames
+        >>> 1.5 < kept < 2
+        True
+    """
+    informative = _informative(informative, num_drop)
+    if not gap >= 0:
+        raise ValueError(f"gap must be >= 0, got {gap}")
+    logits = -gap * informative.double()
+    logits = logits + delta * gumbel_noise(informative.shape, generator=generator, dtype=torch.float64)
+    return logits.topk(num_drop, dim=-1).indices.sort(-1).values
+
+
+def swap_pairs(drop: Tensor, informative: Tensor, generator: torch.Generator | None = None
+               ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Per video, a kept uninformative frame and a dropped informative one, picked at random, and the swap.
+
+    Returns ``(swapped [B, M], blank [B], content [B], valid [B] bool)``: ``swapped`` drops the blank frame
+    instead of the content frame (sorted; rows that are not ``valid``, with no such pair, are ``drop``
+    unchanged). The swap test of chapter 7 (a book diagnostic) compares an objective at ``drop`` and at
+    ``swapped``.
+
+    Examples:
+        >>> informative = torch.tensor([[True, False, False, True]])
+        >>> swapped, blank, content, valid = swap_pairs(torch.tensor([[0, 2]]), informative)
+        >>> swapped, blank, content, valid
+        (tensor([[1, 2]]), tensor([1]), tensor([0]), tensor([True]))
+    """
+    keep = torch.ones_like(informative).scatter(1, drop, False)
+    blank_ok, content_ok = keep & ~informative, ~keep & informative
+    valid = blank_ok.any(1) & content_ok.any(1)
+    u = torch.rand((2, *informative.shape), generator=generator, dtype=torch.float64)
+    blank = torch.where(blank_ok, u[0], -1.0).argmax(1)
+    content = torch.where(content_ok, u[1], -1.0).argmax(1)
+    swapped = torch.where(drop == content[:, None], blank[:, None], drop)
+    swapped = torch.where(valid[:, None], swapped, drop).sort(-1).values
+    return swapped, blank, content, valid
 
 
 def drop_index(x: Tensor, drop: Tensor) -> tuple[Tensor, Tensor]:

@@ -112,6 +112,9 @@ def highest_variance_drop(x: object, num_drop: int) -> Tensor:
         x: ``[B, T, F]`` float frame features.
         num_drop: ``M``, frames to drop, ``0 <= M < T``.
 
+    Variances are compared after rounding to 12 significant digits of the video's largest one, so frames
+    whose variances differ only in the last bits (a permuted copy of a frame) tie and the earlier is kept.
+
     Returns:
         ``[B, M]`` int64 sorted dropped indices.
 
@@ -119,9 +122,17 @@ def highest_variance_drop(x: object, num_drop: int) -> Tensor:
         >>> x = torch.tensor([[[1.0, 1.0], [0.0, 2.0], [5.0, 5.0]]])
         >>> highest_variance_drop(x, 2)                    # frame 1 is the only one that varies
         tensor([[0, 2]])
+        >>> y = torch.tensor([[[0.1, 0.7, 0.2], [0.7, 0.2, 0.1], [1.0, 1.0, 1.0]]])
+        >>> highest_variance_drop(y, 2)                    # frame 1 permutes frame 0: a tie, the earlier one kept
+        tensor([[1, 2]])
     """
     x, kept = _frames(x, num_drop)
-    return _drop_lowest(x.var(dim=-1, unbiased=False), kept)
+    variance = x.var(dim=-1, unbiased=False)
+    # rounded to 12 significant digits of the row's largest variance, so that frames whose variances differ
+    # only by the rounding of the summation order (a permuted copy of a frame) tie, and ties go to the earlier
+    # frame as the module promises
+    scale = variance.amax(1, keepdim=True).clamp_min(torch.finfo(variance.dtype).tiny)
+    return _drop_lowest(torch.round(variance / scale, decimals=12), kept)
 
 
 def k_centre_drop(x: object, num_drop: int, mean: object = None) -> Tensor:

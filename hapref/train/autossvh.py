@@ -35,7 +35,9 @@ from hapref.features.frames import FeatureSplit, extract_finegrained_features
 from hapref.losses.autossvh import (AutoSSVHWeights, autossvh_loss, component_vote, dcl_loss, frame_reconstruction,
                                     kmeans_clusters, p2set_loss, view_contrast)
 from hapref.metrics.hamming import hamming_map_at_ns
-from hapref.models.autossvh import AutoSSVHNet, num_dropped, random_drop
+from hapref.models.autossvh import (AutoSSVHNet, drop_index, gumbel_topk, gumbel_topk_order, hiding_oracle_drop,
+                                    num_dropped,
+                                    plackett_luce_log_prob, random_drop, soft_oracle_drop, swap_pairs)
 from hapref.search import HammingIndex
 from hapref.distributed import all_gather_with_grad, rank_rows
 from hapref.train.distributed_step import gather_rows, rank_batch, rank_stream
@@ -43,11 +45,19 @@ from hapref.train.loop import TrainConfig
 from hapref.train.settings import override_all
 from hapref.utils import cache_per_dtype
 
-__all__ = ["LOSSES", "PROFILES", "AutoSSVHTask", "build", "fixed_length", "hamming_scores", "hashing_metrics",
-           "informative_kept", "summary_line", "video_features", "view_overlap"]
+__all__ = ["DIAGNOSTIC_LOSSES", "LOSSES", "PROFILES", "AutoSSVHTask", "build", "fixed_length", "hamming_scores",
+           "hashing_metrics", "informative_kept", "summary_line", "swap_test", "video_features", "view_overlap"]
 
 LOSSES = ("autossvh", "autossvh_no_p2set", "random_mask", "random_mask_no_p2set", "autossvh_no_grl",
-          "autossvh_no_fr", "autossvh_no_vc", "random_independent", "random_independent_no_p2set")
+          "autossvh_no_fr", "autossvh_no_vc", "random_independent", "random_independent_no_p2set",
+          *("hiding_oracle", "soft_oracle", "reinforce", "reinforce_coop"))
+#: The book's diagnostics on the redundant-frame profiles (chapter 7), not the paper's method: fixed samplers that
+#: know which frames are informative (``hiding_oracle`` drops them first, ``soft_oracle`` favours keeping them by
+#: the keep-logit gap ``oracle_gap`` of the settings, with Gumbel noise) and the Grade-Net trained by the score
+#: function (REINFORCE) instead of the straight-through estimator, under the paper's sign (``reinforce``: the
+#: sampler ascends the loss) or the cooperative one (``reinforce_coop``). Each needs a ``redundant`` profile
+#: (the oracles) and trains the hasher on FR + VC + P2Set as the paper's variant does.
+DIAGNOSTIC_LOSSES = ("hiding_oracle", "soft_oracle", "reinforce", "reinforce_coop")
 #: The paper's method: learned adversarial sampler + FR + VC + P2Set (AutoSSVH Eq. 17).
 DEFAULT_LOSS = "autossvh"
 
@@ -131,6 +141,16 @@ PROFILES: dict[str, dict] = {
                       label="subclass", frames=12, nbits=16, preset="mini", steps=400, batch=32, lr=1e-3,
                       drop_ratio=0.75, clusters=(4, 8), warmup=50, every=25, delta=1.0, contrast="infonce",
                       alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1, data_seed=0),
+    # The same videos with per-frame i.i.d. fillers at the content's scale (hapref.data.redundant with card_scale 0,
+    # jitter 1): every filler frame is the split's mean frame plus independent noise of the frames' per-feature
+    # scale, so no filler is shared between videos or frames and no training-free statistic spots the content.
+    "redundant_iid": dict(data=dict(num_classes=4, subclasses_per_class=3, train_per_subclass=8,
+                                    test_per_subclass=3, frames=(8, 12), size=32),
+                          backbone=dict(name="efficientnet-lite0", image_size=64),
+                          redundant=dict(informative=3, jitter=1.0, card_scale=0.0),
+                          label="subclass", frames=12, nbits=16, preset="mini", steps=400, batch=32, lr=1e-3,
+                          drop_ratio=0.75, clusters=(4, 8), warmup=50, every=25, delta=1.0, contrast="infonce",
+                          alpha=1.0, beta=0.2, tau=0.5, tau_plus=0.1, data_seed=0),
     # UCF101's released config: pre-extracted 4096-d frame features (``--features``), 25 frames, 64 bits.
     "released": released_profile("ucf101"),
 }
@@ -237,7 +257,13 @@ class AutoSSVHTask:
         self.settings = s = profile if isinstance(profile, dict) else PROFILES[profile]
         self.loss_name, self.seed = loss, seed
         self.learned = loss.startswith("autossvh")
-        self.adversarial = loss != "autossvh_no_grl"
+        self.adversarial = loss not in ("autossvh_no_grl", "reinforce_coop")
+        self.reinforce = loss.startswith("reinforce")
+        self.oracle = loss if loss.endswith("_oracle") else None
+        if self.oracle and not s.get("redundant"):
+            raise ValueError(f"loss {loss!r} needs a profile with a 'redundant' design (informative frames)")
+        if self.reinforce and not s["delta"] > 0:
+            raise ValueError(f"loss {loss!r} samples Gumbel top-k with delta > 0, got delta={s['delta']}")
         self.independent = loss.startswith("random_independent")
         self.use_p2set = not loss.endswith("no_p2set")
         self.use_fr = loss != "autossvh_no_fr"
@@ -382,11 +408,21 @@ class AutoSSVHTask:
         step, rows, x, drop1, drop2 = batch
         if self.use_p2set and (self._due(step) or (not self.clusters and step >= self.settings["warmup"])):
             self.recluster(model)
-        codes, fr = [], x.new_zeros(())
-        for kept, drop in self.views(model, batch):
+        views = self.views(model, batch)
+        terms = self._terms(model, x, rows, views)
+        if self.reinforce:
+            terms["loss"] = terms["loss"] + self._score_function(views, terms.pop("per_row"))
+        return terms
+
+    def _terms(self, model: AutoSSVHNet, x: Tensor, rows: Tensor, views: list) -> dict[str, Tensor]:
+        """FR, VC, P2Set and the total of two views (``(kept tokens or None, dropped [B, M])`` each); with the
+        score-function sampler also ``per_row``: each view's per-video reward terms ``[2, B]``."""
+        codes, fr, recons = [], x.new_zeros(()), []
+        for kept, drop, *_ in views:
             _, b, recon = model.view(x, drop, kept)
             fr = fr + frame_reconstruction(recon, x.gather(1, drop[..., None].expand(-1, -1, x.shape[-1]))) / 2
             codes.append(b)
+            recons.append((recon, drop))
         codes = [all_gather_with_grad(b) for b in codes]       # torchrun: contrast the views of all ranks' videos
         if self.settings["contrast"] == "dcl":
             vc = dcl_loss(codes[0], codes[1], self.weights.temperature, self.weights.positive_prior)
@@ -398,7 +434,42 @@ class AutoSSVHTask:
             mine = [b[rank_rows(len(rows))] for b in codes]     # this rank's rows of the gathered codes
             p2 = p2 + sum(p2set_loss(b, target, centres) for b in mine) / (2 * len(self.clusters))
         total = autossvh_loss(fr if self.use_fr else torch.zeros_like(fr), vc, p2, self.weights)
-        return {"loss": total, "fr": fr, "vc": vc, "p2set": p2}
+        out = {"loss": total, "fr": fr, "vc": vc, "p2set": p2}
+        if self.reinforce:
+            out["per_row"] = self._per_row(x, rows, codes, recons)
+        return out
+
+    @torch.no_grad()
+    def _per_row(self, x: Tensor, rows: Tensor, codes: list[Tensor], recons: list) -> Tensor:
+        """Each view's loss per video ``[2, B]``: its FR, its row of the InfoNCE view contrast (the view's code as
+        the anchor, the paper's Eq. 14) and its P2Set, weighted as in Eq. 17 (the score-function reward)."""
+        w = self.weights
+        z = torch.nn.functional.normalize(torch.cat(codes).double(), dim=-1, eps=1e-12)
+        n = len(codes[0])
+        logits = (z @ z.T / w.temperature).fill_diagonal_(float("-inf"))
+        partner = torch.cat([torch.arange(n, 2 * n), torch.arange(n)])
+        vc = torch.nn.functional.cross_entropy(logits, partner, reduction="none").view(2, n)
+        out = []
+        for v, (recon, drop) in enumerate(recons):
+            target = x.gather(1, drop[..., None].expand(-1, -1, x.shape[-1]))
+            fr = (recon - target).double().square().mean((1, 2)) if self.use_fr else x.new_zeros(n).double()
+            p2 = x.new_zeros(n).double()
+            for assigned, centres in self.clusters if self.use_p2set else []:
+                c = torch.nn.functional.normalize(centres.double(), dim=-1, eps=1e-12)
+                logit = z[v * n:(v + 1) * n] @ c.T / 0.2                      # p2set_loss's temperature
+                p2 = p2 + torch.nn.functional.cross_entropy(logit, assigned[rows], reduction="none") \
+                    / (2 * len(self.clusters))
+            out.append(fr + w.alpha * vc[v] + w.beta * p2 * 2)
+        return torch.stack(out)
+
+    def _score_function(self, views: list, per_row: Tensor) -> Tensor:
+        """The Grade-Net's REINFORCE surrogate: ``−sign · mean(A_v · log P(order_v))`` with the advantage
+        ``A_1 = r_1 − r_2 = −A_2`` (the other view's reward as baseline) and sign +1 under the paper's
+        adversarial objective (the sampler ascends the loss), −1 for the cooperative one."""
+        advantage = torch.stack([per_row[0] - per_row[1], per_row[1] - per_row[0]]).to(views[0][2].dtype)
+        log_prob = torch.stack([v[2] for v in views])
+        sign = 1.0 if self.adversarial else -1.0
+        return -sign * (advantage * log_prob).mean()
 
     def views(self, model: AutoSSVHNet, batch: tuple[int, Tensor, Tensor, Tensor, Tensor]) -> list[tuple[Tensor | None,
                                                                                                      Tensor]]:
@@ -421,7 +492,9 @@ class AutoSSVHTask:
             >>> kept is None, torch.equal(drop, batch[3])
             (True, True)
         """
-        step, _, x, drop1, drop2 = batch
+        step, rows, x, drop1, drop2 = batch
+        if self.oracle or self.reinforce:
+            return self._diagnostic_views(model, step, rows, x)
         if not self.learned:
             return [(None, drop1), (None, drop2)]
         out = []
@@ -431,6 +504,25 @@ class AutoSSVHTask:
                                          temperature=self.settings.get("temperature", 1.0), generator=generator,
                                          noise=self.settings.get("noise", "gumbel"))
             out.append((kept, drop))
+        return out
+
+    def _diagnostic_views(self, model: AutoSSVHNet, step: int, rows: Tensor, x: Tensor) -> list:
+        """Views of the book's diagnostic samplers (:data:`DIAGNOSTIC_LOSSES`): the oracles' dropped frames, or
+        the Grade-Net's Gumbel top-M in rank order with its Plackett-Luce log-probability (no straight-through
+        path: the kept frames enter the hasher as they are)."""
+        out = []
+        s = self.settings
+        for v in range(2):
+            generator = torch.Generator().manual_seed(self.seed * 7_919 + 2 * step + v)
+            if self.oracle == "hiding_oracle":
+                out.append((None, hiding_oracle_drop(self.informative[0][rows], self.num_drop, generator)))
+            elif self.oracle == "soft_oracle":
+                out.append((None, soft_oracle_drop(self.informative[0][rows], self.num_drop, s["oracle_gap"],
+                                                   s["delta"], generator)))
+            else:
+                scores = model.scores(x)
+                order = gumbel_topk_order(scores, self.num_drop, s["delta"], generator=generator)
+                out.append((None, order.sort(-1).values, plackett_luce_log_prob(scores / s["delta"], order)))
         return out
 
     def codes(self, model: AutoSSVHNet) -> tuple[Tensor, Tensor]:
@@ -471,7 +563,7 @@ def view_overlap(task: AutoSSVHTask, model: AutoSSVHNet, steps: int = 4) -> floa
     for step in range(steps):
         batch = task.batch(step, device)
         keeps = [torch.ones(len(batch[1]), frames, dtype=torch.bool, device=device).scatter(1, drop, False)
-                 for _, drop in task.views(model, batch)]
+                 for _, drop, *_ in task.views(model, batch)]
         total.append((keeps[0] & keeps[1]).sum(1).double().mean())
     return float(torch.stack(total).mean())
 
@@ -497,10 +589,77 @@ def informative_kept(task: AutoSSVHTask, model: AutoSSVHNet, steps: int = 4) -> 
     for step in range(steps):
         batch = task.batch(step, device)
         useful = task.informative[0][batch[1]].to(device)
-        for _, drop in task.views(model, batch):
+        for _, drop, *_ in task.views(model, batch):
             keep = torch.ones(len(batch[1]), frames, dtype=torch.bool, device=device).scatter(1, drop, False)
             total.append((keep & useful).sum(1).double().mean())
     return float(torch.stack(total).mean())
+
+
+def swap_test(task: AutoSSVHTask, model: AutoSSVHNet, steps: int = 16, seed: int = 0) -> dict:
+    """What the paper's objective rewards, for a fixed hasher: keeping a content frame or a blank one (chapter 7).
+
+    On each of ``steps`` training batches the Grade-Net of ``model`` draws the two views as in training
+    (Gumbel top-M at the profile's δ, straight-through keep indicator; AutoSSVH Eq. 2–5). In every video and view
+    a kept uninformative frame and a dropped informative one are picked at random
+    (:func:`hapref.models.autossvh.swap_pairs`) and swapped, so the view keeps the content frame instead; FR, VC,
+    P2Set and the total (Eq. 17) are evaluated before and after with the hasher unchanged. Returns, per term,
+    ``<term>_lower``: the fraction of batches where the swap lowers it, and ``<term>_change``: its mean change;
+    and ``gradient_favours_content``: the fraction of (video, view) pairs where the straight-through gradient of
+    the total with respect to the scores, along the swap (``∂L/∂s_blank − ∂L/∂s_content``: dropping the blank more
+    and the content less), is negative, i.e. it sees that keeping the content lowers the loss. The paper's sampler
+    ascends that gradient (gradient reversal), so it moves to hide the content exactly where it is negative.
+    A book diagnostic (needs a ``redundant`` profile), not the paper's method; runs without changing ``model``.
+
+    Examples:
+        >>> settings = {**PROFILES["smoke"], "frames": 8, "drop_ratio": 0.5,
+        ...             "redundant": dict(informative=2, jitter=0.05, card_scale=0.0)}
+        >>> task = AutoSSVHTask(settings, "autossvh")
+        >>> _ = torch.manual_seed(0)
+        >>> out = swap_test(task, task.build_model(), steps=2)
+        >>> sorted(out)[:3], 0 <= out["gradient_favours_content"] <= 1
+        (['fr_change', 'fr_lower', 'gradient_favours_content'], True)
+    """
+    if task.informative is None:
+        raise ValueError("swap_test needs a task built with a 'redundant' profile")
+    s, device = task.settings, next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    if task.use_p2set:
+        task.recluster(model)
+    names = ("fr", "vc", "p2set", "loss")
+    change = {k: [] for k in names}
+    favours, pairs = 0, 0
+    for step in range(steps):
+        _, rows, x, _, _ = task.batch(step, device)
+        useful = task.informative[0][rows].to(device)
+        with torch.no_grad():
+            tokens = model.tokens(x)
+        views, swapped, scores = [], [], []
+        for v in range(2):
+            generator = torch.Generator().manual_seed(seed * 7_919 + 2 * step + v)
+            score = model.grade(tokens).detach().requires_grad_(True)
+            hard, drop = gumbel_topk(score, task.num_drop, s["delta"], s.get("temperature", 1.0),
+                                     generator=generator, noise=s.get("noise", "gumbel"))
+            kept = drop_index(tokens * (1.0 - hard)[..., None], drop)[0]
+            views.append((kept, drop))
+            swapped.append(swap_pairs(drop, useful, torch.Generator().manual_seed(seed * 7_919 + 2 * step + v)))
+            scores.append(score)
+        before = task._terms(model, x, rows, views)
+        grads = torch.autograd.grad(before["loss"], scores)
+        with torch.no_grad():
+            after = task._terms(model, x, rows, [(None, sw[0]) for sw in swapped])
+        for k in names:
+            change[k].append(float((after[k] - before[k]).detach()))
+        for grad, (_, blank, content, valid) in zip(grads, swapped):
+            rows_ = torch.arange(len(blank), device=device)
+            along = grad[rows_, blank] - grad[rows_, content]
+            favours += int((along[valid] < 0).sum())
+            pairs += int(valid.sum())
+    model.train(was_training)
+    out = {f"{k}_lower": sum(c < 0 for c in change[k]) / steps for k in names}
+    out.update({f"{k}_change": sum(change[k]) / steps for k in names})
+    out["gradient_favours_content"] = favours / max(pairs, 1)
+    return dict(sorted(out.items()))
 
 
 def build(profile: str, loss: str, seed: int, progress: bool = True,
