@@ -203,7 +203,7 @@ REDUNDANT_PROFILES = ("redundant", "redundant_iid")
 #: stored under ``oracle_validation`` and used by every ``soft_oracle`` run of the file.
 ORACLE_GAPS = (1.0, 2.0, 4.0)
 #: Variants whose stored rows carry the swap test (:func:`hapref.train.autossvh.swap_test`, 16 batches).
-SWAP_VARIANTS = ("autossvh", "autossvh_no_grl", "fresh")
+SWAP_VARIANTS = ("autossvh", "autossvh_no_grl", "fresh", *DIAGNOSTIC_LOSSES)
 SWAP_STEPS = 16
 
 #: The orderings chapter 7 states; each holds on every stored (seed, data seed) run with mean gap >= margin.

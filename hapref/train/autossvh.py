@@ -463,11 +463,19 @@ class AutoSSVHTask:
         return torch.stack(out)
 
     def _score_function(self, views: list, per_row: Tensor) -> Tensor:
-        """The Grade-Net's REINFORCE surrogate: ``−sign · mean(A_v · log P(order_v))`` with the advantage
-        ``A_1 = r_1 − r_2 = −A_2`` (the other view's reward as baseline) and sign +1 under the paper's
-        adversarial objective (the sampler ascends the loss), −1 for the cooperative one."""
-        advantage = torch.stack([per_row[0] - per_row[1], per_row[1] - per_row[0]]).to(views[0][2].dtype)
-        log_prob = torch.stack([v[2] for v in views])
+        """The Grade-Net's REINFORCE surrogate: ``−sign · mean_i(A_i · (log P(order_1i) + log P(order_2i)))``.
+
+        ``R_i`` is video ``i``'s share of the loss (both views' FR, VC rows and P2Set), ``A_i = R_i − mean_{j≠i}
+        R_j`` (the other videos' mean as baseline; the other *view* of the same video would not do: its VC row
+        shares the positive pair with this view, so it depends on this view's sample and subtracting it removes
+        exactly the agreement the sampler controls). The two views' samples are drawn independently, so the
+        score of the pair is the sum of their log-probabilities. Sign +1 under the paper's adversarial objective
+        (the sampler ascends the loss), −1 for the cooperative one."""
+        reward = per_row.sum(0)                                               # [B]
+        n = len(reward)
+        baseline = (reward.sum() - reward) / max(n - 1, 1)
+        advantage = (reward - baseline).to(views[0][2].dtype)
+        log_prob = views[0][2] + views[1][2]
         sign = 1.0 if self.adversarial else -1.0
         return -sign * (advantage * log_prob).mean()
 
