@@ -142,6 +142,36 @@ GMAP 0.410 / 0.405. Paired with the stored runs: more informative frames than th
 and ITQ on every run. The Gaussian term (std 10 against sigmoid scores in (0, 1)) makes the sampler uniform: no
 claim is stored (the rows are not ``runs`` variants, and against random views they tie).
 
+Bounds, score-function sampler and swap test (issue 52; book diagnostics, not the paper's method). New
+variants of :data:`hapref.train.autossvh.DIAGNOSTIC_LOSSES`: ``hiding_oracle`` (drops the informative frames first,
+:func:`hapref.models.autossvh.hiding_oracle_drop`), ``soft_oracle`` (fixed keep-logits favouring the informative
+frames by a gap, Gumbel noise at δ, :func:`hapref.models.autossvh.soft_oracle_drop`; the gap chosen among
+:data:`ORACLE_GAPS` by GMAP on :data:`VALIDATION_DATA_SEED`, seed 0, stored under ``oracle_validation``: GMAP
+0.400 / 0.459 / 0.374 at gaps 1 / 2 / 4 on the i.i.d. design (2 chosen), 0.502 / 0.678 / 0.740 on the blank one
+(4 chosen)), ``reinforce`` / ``reinforce_coop`` (the sigmoid Grade-Net trained by the score function of the
+ordered Gumbel top-M sample under Plackett-Luce with logits S/δ, no straight-through path; the paper's sign or the
+cooperative one). Rows of :data:`SWAP_VARIANTS` on the redundant profiles also store ``swap``
+(:func:`hapref.train.autossvh.swap_test`, 16 batches, the paper's objective and sampler with the run's hasher).
+
+* REINFORCE baseline, tried and dropped: the other view of the same video (``A_1 = r_1 − r_2``, each view's FR, its
+  own InfoNCE row and its P2Set). Its VC row shares the positive pair with the first view, so the baseline depends
+  on the sample it is meant to be independent of (biased) and cancels the agreement term the sampler controls;
+  on seed 0, data seed 0 of the i.i.d. design the adversarial sign then kept *more* informative frames than the
+  cooperative one (1.04 vs 0.81). Kept: each video's whole share of the loss (both views) against the mean of the
+  other videos of the batch (leave-one-out), with the two views' log-probabilities summed. The two discarded rows
+  were deleted from the file (their time stays in ``wall_seconds`` / ``cpu_seconds``).
+* Data designs: ``--profile redundant`` (blank fillers, the stored sweep) and ``--profile redundant_iid``
+  (``book/data/autossvh_redundant_iid_sweeps.json``; :func:`hapref.data.redundant.pad_with_title_cards` with
+  ``card_scale=0, jitter=1``: every filler is the split's mean frame plus independent noise at the frames'
+  per-feature scale). The paper's regime (about 25 frames, 50-75 % dropped, more content frames than a view
+  drops) was not run: with 2 cores shared by four agents the two designs above took the budget.
+* Order and budget: one process at a time, seed by seed over both designs and data seeds (so that a cut leaves
+  every variant with the same runs): round = i.i.d. design (untrained network, autossvh, autossvh_no_grl,
+  random_independent, both oracles, both REINFORCE signs) on data seeds 0 and 1, then the blank design's oracles
+  and REINFORCE rows on data seeds 0 and 1; the re-check (``--recheck --seeds 5 --data-seed 3``, every i.i.d.
+  variant, stored under ``recheck``) after the second round. One run took 17-98 s on one thread with the machine
+  shared by four agents. RUNS_DONE_PLACEHOLDER
+
 Budget (measured before sweeping: one quick run of 400 steps ≈ 9 s wall on one thread while another agent's
 experiments share the 2 cores; feature extraction ≈ 8 s per data seed and process; the training-free codes and
 an untrained network well under 1 s):

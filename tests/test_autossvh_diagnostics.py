@@ -170,3 +170,28 @@ def test_swap_test_sees_a_known_sign() -> None:
     assert 0 <= out["gradient_favours_content"] <= 1
     with pytest.raises(ValueError, match="redundant"):
         swap_test(AutoSSVHTask("smoke", "autossvh"), model)
+
+
+def test_stored_iid_sweep_matches_the_script_and_its_claims_hold_and_recheck() -> None:
+    import json
+    from pathlib import Path
+
+    from conftest import load_benchmark
+
+    from hapref.stats import claim_gaps, claim_holds
+
+    sweeps = load_benchmark("autossvh_sweeps")
+    stored = json.loads((Path(__file__).resolve().parents[1] / "book" / "data"
+                         / "autossvh_redundant_iid_sweeps.json").read_text())
+    assert stored["profile"] == "redundant_iid" and stored["claims"] == sweeps.REDUNDANT_IID_CLAIMS
+    settings = {k: v for k, v in PROFILES["redundant_iid"].items() if k != "data_seed"}
+    assert json.loads(json.dumps(settings)) == stored["settings"]
+    runs = {v: sorted((r["seed"], r["data_seed"]) for r in rows) for v, rows in stored["runs"].items()}
+    assert len({tuple(r) for r in runs.values()}) == 1, runs              # every variant on the same runs
+    validation = stored["oracle_validation"]
+    assert validation["chosen"] == max(sweeps.ORACLE_GAPS, key=lambda g: validation["gaps"][str(g)]["GMAP"])
+    assert all(r["informative_kept"] == 0.0 for r in stored["runs"]["hiding_oracle"])
+    for claim in stored["claims"]:
+        assert claim_holds(stored, claim), (claim, claim_gaps(stored, claim))
+        recheck = claim_gaps(stored["recheck"], claim)
+        assert recheck and min(recheck) > 0, (claim, recheck)             # seeds / instance used for nothing else
