@@ -93,6 +93,17 @@ class CrossQueryAP(nn.Module):
         self.pooled_loss = pooled_loss
 
     def forward(self, scores: Tensor, relevance: Tensor, ignore: Tensor | None = None) -> Tensor:
+        """Scalar loss: the row loss of ``scores [B, N]`` against boolean ``relevance [B, N]`` (entries where the
+        optional boolean ``ignore [B, N]`` is True count for neither) plus ``weight`` × their pooled AP loss.
+
+        Examples:
+            >>> from hapref.losses import QuadLinearAP
+            >>> scores = torch.tensor([[1.0, 0.2], [0.3, 1.0]])
+            >>> relevance = torch.eye(2, dtype=torch.bool)
+            >>> CrossQueryAP(QuadLinearAP(), weight=0.0)(scores, relevance).item() == QuadLinearAP()(
+            ...     scores, relevance).item()
+            True
+        """
         pooled = pooled_ap_loss(scores, relevance, self.pooled_loss or self.row_loss, ignore)
         return self.row_loss(scores, relevance, ignore) + self.weight * pooled
 
