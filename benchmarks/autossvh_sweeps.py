@@ -247,7 +247,21 @@ REDUNDANT_OUT = DEFAULT_OUT.with_name("autossvh_redundant_sweeps.json")
 #: ``--profile redundant_iid`` (per-frame i.i.d. fillers) writes its own file, in the same layout.
 REDUNDANT_IID_OUT = DEFAULT_OUT.with_name("autossvh_redundant_iid_sweeps.json")
 #: Profiles whose videos hide a few informative frames among fillers (``informative_kept`` and the oracles).
-REDUNDANT_PROFILES = ("redundant", "redundant_iid")
+REDUNDANT_PROFILES = ("redundant", "redundant_iid", "paper_regime")
+#: ``--profile paper_regime`` (the paper's regime: 25 frames, more informative frames than a view drops) writes its
+#: own file, in the same layout.
+PAPER_REGIME_OUT = DEFAULT_OUT.with_name("autossvh_paper_regime_sweeps.json")
+#: The paper's variant, row I, random views and the two oracles: the rows of the third design (and ``fresh``).
+PAPER_REGIME_VARIANTS = ("autossvh", "autossvh_no_grl", "random_independent", "hiding_oracle", "soft_oracle",
+                         "fresh")
+#: Candidate designs of the paper's regime (drop ratio, informative frames of 25), each with more informative frames
+#: than a view drops and i.i.d. fillers; ``--design-validation`` trains both oracles (seed 0, soft-oracle gap
+#: :data:`DESIGN_GAP`) on each at :data:`VALIDATION_DATA_SEED` and keeps the one where frame choice matters most
+#: (largest GMAP gap soft oracle − hiding oracle), stored under ``design_validation``.
+PAPER_REGIME_DESIGNS = ((0.5, 16), (0.5, 13), (0.75, 20))
+#: The soft oracle's gap during the design validation (the i.i.d. design's validated gap); the stored soft-oracle
+#: rows use the gap validated on the chosen design (``oracle_validation``).
+DESIGN_GAP = 2.0
 #: Keep-logit gaps of the soft oracle tried on :data:`VALIDATION_DATA_SEED` (seed 0); the one of highest GMAP is
 #: stored under ``oracle_validation`` and used by every ``soft_oracle`` run of the file.
 ORACLE_GAPS = (1.0, 2.0, 4.0)
@@ -307,6 +321,36 @@ REDUNDANT_IID_CLAIMS: list[dict] = [
     {"better": "reinforce_coop", "worse": "autossvh", "metric": "GMAP", "margin": 0.05},
     {"better": "random_independent", "worse": "fresh", "metric": "GMAP", "margin": 0.05},
 ]
+
+
+#: The orderings chapter 7 states on the paper's regime (``--profile paper_regime``), each on every stored run
+#: (5 seeds x data seeds 0 and 1) and re-checked (``recheck``) on seeds and an instance used for nothing else.
+PAPER_REGIME_CLAIMS: list[dict] = []
+
+
+def design_settings(drop_ratio: float, informative: int) -> dict:
+    """The ``paper_regime`` profile with another drop ratio and number of informative frames (of 25)."""
+    from hapref.train.autossvh import PROFILES as P
+    return {**P["paper_regime"], "drop_ratio": drop_ratio,
+            "redundant": {**P["paper_regime"]["redundant"], "informative": informative}}
+
+
+def design_validation() -> dict:
+    """Both oracles (seed 0) on every design of :data:`PAPER_REGIME_DESIGNS` at :data:`VALIDATION_DATA_SEED`:
+    GMAP and informative frames kept; ``chosen`` = (drop ratio, informative) of largest soft − hiding GMAP."""
+    designs = {}
+    for ratio, k in PAPER_REGIME_DESIGNS:
+        s = {**design_settings(ratio, k), "data_seed": VALIDATION_DATA_SEED, "oracle_gap": DESIGN_GAP}
+        row = {}
+        for oracle in ("hiding_oracle", "soft_oracle"):
+            r = run_one(s, oracle, 0)
+            row[oracle] = {"GMAP": r["GMAP"], "informative_kept": r["informative_kept"]}
+        row["gap"] = round(row["soft_oracle"]["GMAP"] - row["hiding_oracle"]["GMAP"], 6)
+        designs[f"{ratio}/{k}"] = row
+        print(f"design drop {ratio}, {k} informative: {row}", file=sys.stderr, flush=True)
+    chosen = max(PAPER_REGIME_DESIGNS, key=lambda d: designs[f"{d[0]}/{d[1]}"]["gap"])
+    return {"data_seed": VALIDATION_DATA_SEED, "seed": 0, "oracle_gap": DESIGN_GAP, "metric": "GMAP",
+            "designs": designs, "chosen": list(chosen)}
 
 
 def settings(profile: str, data_seed: int, steps: int | None = None, delta: float | None = None) -> dict:
@@ -504,7 +548,7 @@ def delta_sweep_run(s: dict, delta: float, seed: int, released: bool = False) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="quick", choices=("smoke", "quick", "redundant", "redundant_iid", "full"))
+    parser.add_argument("--profile", default="quick", choices=("smoke", "quick", "redundant", "redundant_iid", "paper_regime", "full"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--data-seed", type=int, default=0)
     parser.add_argument("--variants", nargs="*", choices=VARIANTS,
@@ -522,15 +566,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recheck", action="store_true",
                         help="store the runs and training-free codes of --seeds / --data-seed under the file's "
                              "'recheck' key (the claims' re-check on seeds and an instance used for nothing else)")
+    parser.add_argument("--design-validation", action="store_true",
+                        help="paper_regime: choose the design on the validation instance (stored once per file)")
     parser.add_argument("--out", default=None,
                         help="default: book/data/autossvh[_redundant | _redundant_iid]_sweeps.json")
     args = parser.parse_args(argv)
-    out = {"redundant": REDUNDANT_OUT, "redundant_iid": REDUNDANT_IID_OUT}.get(args.profile, DEFAULT_OUT)
+    out = {"redundant": REDUNDANT_OUT, "redundant_iid": REDUNDANT_IID_OUT,
+           "paper_regime": PAPER_REGIME_OUT}.get(args.profile, DEFAULT_OUT)
     args.out = args.out or str(out)
     main_out = args.out
     if args.recheck:
         args.out = str(Path(main_out).with_suffix(".recheck.json"))
-    claims = {"redundant": REDUNDANT_CLAIMS, "redundant_iid": REDUNDANT_IID_CLAIMS}.get(args.profile, CLAIMS)
+    claims = {"redundant": REDUNDANT_CLAIMS, "redundant_iid": REDUNDANT_IID_CLAIMS,
+              "paper_regime": PAPER_REGIME_CLAIMS}.get(args.profile, CLAIMS)
 
     with sweep_arithmetic(threads=1) as dtype:
         s = settings(args.profile, args.data_seed, args.steps)
@@ -543,6 +591,14 @@ def main(argv: list[str] | None = None) -> int:
             sweep.data["validation"] = main["validation"]
             if "oracle_validation" in main:
                 sweep.data["oracle_validation"] = main["oracle_validation"]
+        if args.design_validation and "design_validation" not in sweep.data:
+            value, wall, cpu = sweep.timed(design_validation)
+            sweep.add("design_validation", value, wall, cpu)
+        if "design_validation" in sweep.data:     # the profile must be the design the validation chose
+            ratio, k = sweep.data["design_validation"]["chosen"]
+            if (s["drop_ratio"], s["redundant"]["informative"]) != (ratio, k):
+                raise SystemExit(f"the validation chose drop ratio {ratio} with {k} informative frames: set "
+                                 f"PROFILES['paper_regime'] to it")
         sweep.ensure_untrained(args.data_seed, lambda: training_free(s))
         if args.baselines:
             ensure_baselines(sweep, args.profile, s)

@@ -195,3 +195,28 @@ def test_stored_iid_sweep_matches_the_script_and_its_claims_hold_and_recheck() -
         assert claim_holds(stored, claim), (claim, claim_gaps(stored, claim))
         recheck = claim_gaps(stored["recheck"], claim)
         assert recheck and min(recheck) > 0, (claim, recheck)             # seeds / instance used for nothing else
+
+
+def test_paper_regime_profile_keeps_content_in_every_view_and_its_informative_frames_are_distinct() -> None:
+    from hapref.features.frames import FeatureSplit
+    from hapref.models.autossvh import num_dropped
+    from hapref.train.autossvh import fixed_length
+
+    p = PROFILES["paper_regime"]
+    k, m = p["redundant"]["informative"], num_dropped(p["frames"], p["drop_ratio"])
+    assert p["frames"] == 25 and 0.5 <= p["drop_ratio"] <= 0.75 and k > m       # the adversary cannot hide it all
+    assert p["redundant"] == {**p["redundant"], "jitter": 1.0, "card_scale": 0.0}     # i.i.d. fillers
+    low, high = p["data"]["frames"]
+    lengths = torch.arange(low, high + 1)
+    frames = torch.arange(float(high)).expand(len(lengths), -1)[..., None]      # frame t has feature t
+    split = FeatureSplit(frames, lengths, torch.zeros(len(lengths)), torch.zeros(len(lengths)))
+    picked = fixed_length(split, k)[..., 0]
+    assert all(len(set(row.tolist())) == k for row in picked)                    # no frame used twice
+
+
+def test_hiding_oracle_keeps_exactly_the_surplus_content_when_content_outnumbers_the_drops() -> None:
+    settings = {**PROFILES["smoke"], "frames": 8, "drop_ratio": 0.5,              # 4 of 8 dropped
+                "redundant": dict(informative=6, jitter=1.0, card_scale=0.0)}
+    task = AutoSSVHTask(settings, "hiding_oracle")
+    assert task.num_drop == 4
+    assert informative_kept(task, task.build_model()) == 2.0                     # 6 - 4 in every view

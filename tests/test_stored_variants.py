@@ -24,7 +24,8 @@ STORED = sorted((ROOT / "book" / "data").glob("*_sweeps.json"))
 #: Stored file -> the sweep script that writes it.
 SCRIPTS = {"tca_sweeps": "tca_sweeps", "tca_stock_sweeps": "tca_sweeps", "tca_context_sweeps": "tca_sweeps",
            "hapvr_sweeps": "hapvr_sweeps", "radial_sweeps": "radial_sweeps", "autossvh_sweeps": "autossvh_sweeps",
-           "autossvh_redundant_sweeps": "autossvh_sweeps", "autossvh_redundant_iid_sweeps": "autossvh_sweeps"}
+           "autossvh_redundant_sweeps": "autossvh_sweeps", "autossvh_redundant_iid_sweeps": "autossvh_sweeps",
+           "autossvh_paper_regime_sweeps": "autossvh_sweeps"}
 #: TCA: the smallest profile with the same kind of data as each stored profile.
 TCA_SMALL = {"edits": "edits-smoke", "context": "context-smoke", "stock": "smoke"}
 #: Sizes that make the data small; everything else (bank, keys per step, batch, model, schedule) is the stored one.
@@ -70,7 +71,7 @@ def _other_step(stem: str, variant: str) -> None:
     script = load_benchmark(SCRIPTS[stem])
     if SCRIPTS[stem] == "autossvh_sweeps":
         s = script.settings("smoke", 0, 1)
-        if "redundant" in stem:                   # the oracles need informative frames: a small redundant design
+        if "redundant" in stem or "paper_regime" in stem:   # the oracles need informative frames: a small design
             s = {**s, "frames": 8, "drop_ratio": 0.75, "oracle_gap": 2.0,
                  "redundant": dict(informative=2, jitter=1.0, card_scale=0.0)}
         row = script.run_one(s, variant, 0)
