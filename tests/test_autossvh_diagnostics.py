@@ -220,3 +220,38 @@ def test_hiding_oracle_keeps_exactly_the_surplus_content_when_content_outnumbers
     task = AutoSSVHTask(settings, "hiding_oracle")
     assert task.num_drop == 4
     assert informative_kept(task, task.build_model()) == 2.0                     # 6 - 4 in every view
+
+
+def test_stored_paper_regime_sweep_matches_the_script_and_its_claims_hold_and_recheck() -> None:
+    import json
+    from pathlib import Path
+
+    from conftest import load_benchmark
+
+    from hapref.models.autossvh import num_dropped
+    from hapref.stats import claim_gaps, claim_holds
+
+    sweeps = load_benchmark("autossvh_sweeps")
+    stored = json.loads((Path(__file__).resolve().parents[1] / "book" / "data"
+                         / "autossvh_paper_regime_sweeps.json").read_text())
+    assert stored["profile"] == "paper_regime" and stored["claims"] == sweeps.PAPER_REGIME_CLAIMS
+    p = PROFILES["paper_regime"]
+    assert json.loads(json.dumps({k: v for k, v in p.items() if k != "data_seed"})) == stored["settings"]
+    designs = stored["design_validation"]                     # the design chosen on the validation instance
+    best = max(sweeps.PAPER_REGIME_DESIGNS, key=lambda d: designs["designs"][f"{d[0]}/{d[1]}"]["gap"])
+    assert designs["data_seed"] == sweeps.VALIDATION_DATA_SEED and designs["chosen"] == list(best)
+    assert list(best) == [p["drop_ratio"], p["redundant"]["informative"]]
+    assert set(stored["runs"]) == set(sweeps.PAPER_REGIME_VARIANTS)
+    runs = {v: sorted((r["seed"], r["data_seed"]) for r in rows) for v, rows in stored["runs"].items()}
+    assert set(runs["autossvh"]) == set(itertools.product(range(5), (0, 1)))
+    assert len({tuple(r) for r in runs.values()}) == 1, runs              # every variant on the same runs
+    validation = stored["oracle_validation"]
+    assert validation["chosen"] == max(sweeps.ORACLE_GAPS, key=lambda g: validation["gaps"][str(g)]["GMAP"])
+    surplus = p["redundant"]["informative"] - num_dropped(p["frames"], p["drop_ratio"])
+    assert all(r["informative_kept"] == surplus for r in stored["runs"]["hiding_oracle"])
+    assert all(r["data_seed"] not in (0, 1, sweeps.VALIDATION_DATA_SEED)
+               for rows in stored["recheck"]["runs"].values() for r in rows)
+    for claim in stored["claims"]:
+        assert claim_holds(stored, claim), (claim, claim_gaps(stored, claim))
+        recheck = claim_gaps(stored["recheck"], claim)
+        assert recheck and min(recheck) > 0, (claim, recheck)             # seeds / instance used for nothing else
