@@ -360,6 +360,17 @@ def clip_curve_point(profile: str, data_seed: int, train_clips: int) -> dict:
     return {"distinct_clips": pool_clip_count(p), **training_free(profile, data_seed, train_clips)}
 
 
+#: Models trained by :func:`calibration_run` in this process, reused by :func:`run_one` for the same (profile,
+#: seed, data seed, steps): ``--calibration --variants hapvr`` trains each seed once (the same float64 run).
+_TRAINED: dict[tuple, tuple] = {}
+
+
+def _curve_every(train_steps: int) -> int:
+    """Evaluation interval of the stored curve: every :data:`CURVE_EVERY` steps up to 100 steps, four or five
+    points on longer runs (the scale curve's 200 and 400 steps)."""
+    return CURVE_EVERY * max(1, train_steps // 100)
+
+
 def train_model(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None):
     """``(task, model, metrics, curve)`` of one variant and seed (``untrained_network``: initialised only)."""
     p, v, train_steps = _profile(profile, variant, steps)
@@ -372,7 +383,7 @@ def train_model(profile: str, variant: str, seed: int, data_seed: int, steps: in
             metrics = task.evaluate(model)
     else:
         config = config_for(p, seed, steps=train_steps, warmup_steps=min(p.warmup_steps, train_steps),
-                            eval_every=CURVE_EVERY)
+                            eval_every=_curve_every(train_steps))
         result = fit(task, config, progress=False)
         model, metrics = result.model.eval(), dict(result.metrics)   # fit evaluated the last step
         curve = [[int(h["step"]), round(float(h["mAP"]), 6)] for h in result.history if "mAP" in h]
@@ -381,7 +392,10 @@ def train_model(profile: str, variant: str, seed: int, data_seed: int, steps: in
 
 def run_one(profile: str, variant: str, seed: int, data_seed: int, steps: int | None = None) -> dict:
     """Train (or, for ``untrained_network``, only initialise) one variant with one seed; the stored row."""
-    task, model, metrics, curve = train_model(profile, variant, seed, data_seed, steps)
+    key = (repr(PROFILES[profile]), seed, data_seed, steps)
+    trained = _TRAINED.pop(key, None) if variant == "hapvr" else None
+    task, model, metrics, curve = trained or train_model(profile, variant, seed, data_seed, steps)
+    metrics = dict(metrics)
     with torch.no_grad():
         db, valid = shuffled_database(task)
         shuffled = model.score(task.data.queries, db, task.data.query_valid, valid)
@@ -468,7 +482,9 @@ def calibration_run(profile: str, seed: int, data_seed: int, steps: int | None =
     temporal-edit split (``hapref.data.temporal_edits``: every copy edited, the rest as it is)."""
     if data_seed == VALIDATION_SEED:
         raise ValueError(f"data seed {data_seed} is the validation instance the alignment settings were chosen on")
-    task, model, metrics, _ = train_model(profile, "hapvr", seed, data_seed, steps)
+    task, model, metrics, curve = train_model(profile, "hapvr", seed, data_seed, steps)
+    _TRAINED.clear()
+    _TRAINED[(repr(PROFILES[profile]), seed, data_seed, steps)] = (task, model, metrics, curve)
     d = task.data
     levels = build_copy_benchmark(PROFILES[profile].benchmark, seed=data_seed).levels
     scores = split_scores(task, model, d.database, d.database_valid, CALIBRATED)
@@ -533,6 +549,11 @@ def main(argv: list[str] | None = None) -> int:
                 best = next(r for r in entry["settings"] if r["params"] == entry["best"])
                 print(f"{name:18s} mAP={best['mAP']:.4f} uAP={best['uAP']:.4f} {entry['best']}")
             return 0
+        if str(args.data_seed) not in sweep.data.get("pool", {}):   # how many distinct clips the pool draws
+            p = _with_seed(PROFILES[args.profile], args.data_seed)
+            value, wall, cpu = sweep.timed(lambda: {"view_batches": p.view_batches, "batch_videos": p.batch_videos,
+                                                    "distinct_clips": pool_clip_count(p)})
+            sweep.add("pool", {**sweep.data.get("pool", {}), str(args.data_seed): value}, wall, cpu)
         sweep.ensure_untrained(args.data_seed, lambda: training_free(args.profile, args.data_seed))
         stored = sweep.data["untrained"][str(args.data_seed)]
         if args.alignment and not set(ALIGNMENT) <= set(stored):
