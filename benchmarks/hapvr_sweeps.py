@@ -10,6 +10,8 @@
     python benchmarks/hapvr_sweeps.py --data-seed 1 --alignment --variants
     python benchmarks/hapvr_sweeps.py --seeds 0 1 2 3 4 --data-seed 0 --variants random_batches
     python benchmarks/hapvr_sweeps.py --seeds 0 --data-seed 0 --calibration --variants
+    python benchmarks/hapvr_sweeps.py --seeds 0 --data-seed 0 --view-batches 32 --steps 200 --alignment \
+        --calibration --variants hapvr --out book/data/hapvr_scale_vb32_sweeps.json
     python benchmarks/hapvr_sweeps.py --profile smoke --steps 2 --seeds 0 --variants hapvr --out /tmp/s.json
 
 The benchmark (``hapref.data.benchmark.PROFILES["reshoot"]``, trained with ``hapref.train.hapvr.PROFILES["reshoot"]``)
@@ -135,23 +137,45 @@ the diagonal (self-pairs) left out, the video weight λ_v = 4 on the sum. From t
 5 seeds x instances 0 and 1 (about 4 min wall per run on the shared cores, plus a pool of views per instance,
 about 6-10 min: the pools had to be rebuilt in this worktree), then the calibration block for the other seeds
 (seed 0 on instance 1 first, as the unused instance, then seeds 1-4 on instance 0 and on instance 1; each about
-4-5 min). Stored: ``hapvr_crossquery`` with seeds 0-4 on instance 0 only (wall per run 119-747 s, the first 1009 s with
-the instance's pool of views rebuilt, on 2 cores shared with three other agents' sweeps). Against ``hapvr`` of the
-same seed: raw μAP above on 4 of 5 (-0.011 to +0.036), mAP above on 2 of 5: a tie, no claim. Not run, for the
-budget: instance 1 (its pool of views alone about 8-10 min here) and so no re-check on an unused instance.
-Calibration block: seeds 1-4 on instance 0 added (165-205 s wall each, after the cross-query rows),
-so instance 0 holds seeds 0-4. Not run, for the budget: instance 1 (seeds 0-4).
+4-5 min). Stored: ``hapvr_crossquery`` with seeds 0-4 on instance 0 (wall per run 119-747 s, the first 1009 s with the
+instance's pool of views rebuilt, on 2 cores shared with three other agents' sweeps). Against ``hapvr`` of the same
+seed: raw μAP above on 4 of 5 (-0.011 to +0.036), mAP above on 2 of 5: a tie, no claim. Calibration block: seeds 1-4
+on instance 0 added (165-205 s wall each, after the cross-query rows), so instance 0 holds seeds 0-4.
 
-The scale curve (issue 51 item 3) is not run and not stored: on 2 shared cores the 90 minutes went to the
-cross-query term. What would produce it, in its own file (a pool of 64 view batches, 512 clip slots, about 320
-distinct clips instead of 114; a GPU is advised, each instance's pool is 4x the stored one)::
+Issue 51, third round (2 cores shared with two other agents' sweeps; at most two processes of this sweep at once,
+one torch thread and ``HAPREF_DATA_WORKERS=1`` each). Instance 1: its pool of views rebuilt (about 9 min wall), then
+``hapvr_crossquery`` seeds 0, 1, 2, 3, 4 (148-164 s wall each after the first) and the calibration block, seeds 0,
+1, 2, 3 on instance 1 (one ``--seeds S --data-seed 1 --calibration --variants`` call per seed, each about 4-5 min
+wall); not run, for the budget: calibration seed 4 of instance 1. On instance 1, against ``hapvr`` of the same
+seed: raw μAP above on 2 of 5 (-0.031 to +0.031), mAP above on 3 of 5; over the 10 runs raw μAP above on 6 (mean
++0.004), mAP on 5 (mean +0.003): a tie, no claim. Instance 1 is used by the chapter's headline rows, so these runs
+are no re-check on an *unused* instance: no seed or instance the chapter never used was run for the cross-query term
+or the calibration, and no claim is stored for them.
 
-    python benchmarks/hapvr_sweeps.py --seeds 0 1 2 --data-seed 0 --view-batches 64 --steps 400 \
-        --alignment --calibration --variants hapvr L_base --out book/data/hapvr_scale_vb64.json
+The scale curve (issue 51, third round; issue 51 item 3), in its own files, one per pool size
+(``book/data/hapvr_scale_vb32_sweeps.json``, ``hapvr_scale_vb64_sweeps.json``; instance 0, seeds 0-2, the full
+method only; ``--alignment --calibration``: the alignment methods on the features that pool whitens, raw and
+z-scored μAP, the temporal-edit splits of each seed). A file's ``pool`` block stores the pool's distinct clips
+(``pool_clip_count``). With ``--calibration --variants hapvr`` each seed is trained once: the calibration entry's
+model also gives the run row (``_TRAINED``). Runs of 200 steps or more store their curve every 50 steps
+(``_curve_every``). Planned as 200 steps on 32 view batches and 400 on 64 (steps growing with the pool); 400 steps
+on 64 batches did not fit the time left (the 64-batch pool alone about 25-30 min wall here, a 200-step seed about 7
+min), so the 64-batch point was run at 200 steps too: the curve's steps grow from 100 (the profile's 16 batches, the
+main file's rows) to 200, and its clips from 114 to 206 and 320-odd. One call per seed::
 
-(``--alignment`` stores the alignment methods on the features whitened by that pool, ``--calibration`` the
-raw / z-scored μAP and the temporal-edit splits of each seed; repeat with ``--view-batches 32`` and the default
-16 for the curve's points.)
+    python benchmarks/hapvr_sweeps.py --seeds S --data-seed 0 --view-batches 32 --steps 200 --alignment \
+        --calibration --variants hapvr --out book/data/hapvr_scale_vb32_sweeps.json
+
+(``--view-batches 64`` and ``hapvr_scale_vb64_sweeps.json`` for the second point). Stored: ``--view-batches 32
+--steps 200`` (206 distinct clips): seeds 0, 1, 2 stored, 2487 s wall / 1288 s CPU in all; ``--view-batches 64
+--steps 200`` (326 distinct clips): seeds 0, 1, 2 stored, 3161 s wall / 1748 s CPU in all. Result, trained minus the
+best training-free method per seed (mAP): -0.048 to +0.012 at 114 distinct clips (the main file's calibration
+entries, seeds 0-2), -0.103 to -0.054 at 206, -0.110 to -0.052 at 326; with both sides z-scored per query (μAP):
+-0.075 to +0.010, -0.080 to -0.043, -0.112 to -0.032. The gap does not close: from a tie at the profile's pool to
+below on every seed at both larger pools, while the training-free methods move by at most 0.04 with the whitening.
+``L_base`` was not run at the larger pools, for the budget. No unused instance was run for the scale curve, so
+:data:`SCALE_CLAIMS` is empty: the chapter reports the curve, it claims nothing from it. Past this budget (a GPU
+command, not stored): ``--view-batches 64 --steps 400`` and ``--variants hapvr L_base``, and instance 1.
 """
 
 from __future__ import annotations
