@@ -150,3 +150,50 @@ def test_view_batches_override_is_stored_and_undone(tmp_path) -> None:
     (row,) = stored["runs"]["hapvr_crossquery"]
     assert row["mAP_z"] == pytest.approx(row["mAP"], abs=1e-6)      # a per-query z-score keeps each ranking
     assert 0.0 <= row["uAP_z"] <= 1.0
+
+
+SCALE = sorted((ROOT / "book" / "data").glob("hapvr_scale_vb*_sweeps.json"))
+
+
+@pytest.mark.parametrize("path", SCALE, ids=[p.stem for p in SCALE])
+def test_stored_scale_point(path: Path) -> None:
+    """One point of the scale curve: a larger pool of views (its distinct clips stored), more steps, instance 0;
+    every run row is the model of its seed's calibration entry (trained once), and the entry holds the alignment
+    methods raw and z-scored and the temporal-edit splits."""
+    sweeps = load_script()
+    stored = json.loads(path.read_text())
+    own = json.loads((ROOT / "book" / "data" / "hapvr_sweeps.json").read_text())
+    assert stored["settings"]["view_batches"] > own["settings"]["view_batches"]
+    assert stored["settings"]["steps"] > own["settings"]["steps"]
+    pool = stored["pool"]["0"]
+    assert pool["view_batches"] == stored["settings"]["view_batches"]
+    assert pool["distinct_clips"] > own["clip_curve"]["0"][str(own["settings"]["train_clips"])]["distinct_clips"]
+    assert stored["claims"] == sweeps.SCALE_CLAIMS and stored["wall_seconds"] > 0 and stored["cpu_seconds"] > 0
+    assert set(stored["untrained"]["0"]) == set(sweeps.TRAINING_FREE) | set(sweeps.ALIGNMENT)
+    cal = stored["calibration"]["0"]
+    rows = stored["runs"]["hapvr"]
+    assert {r["data_seed"] for r in rows} == {0} and {str(r["seed"]) for r in rows} <= set(cal)
+    for r in rows:
+        entry = cal[str(r["seed"])]
+        assert entry["methods"]["trained"]["raw"]["mAP"] == pytest.approx(r["mAP"], abs=1e-9)
+        assert entry["methods"]["trained"]["zscore"]["uAP"] == pytest.approx(r["uAP_z"], abs=1e-9)
+        assert set(entry["methods"]) == set(sweeps.CALIBRATED)
+        assert set(entry["edits"]) == {"none", "reversed", "2x", "0.5x", "pause", "local_shuffle"}
+        for name in sweeps.ALIGNMENT:       # the calibration block scores the same alignment as untrained[0]
+            assert entry["methods"][name]["raw"]["mAP"] == pytest.approx(stored["untrained"]["0"][name]["mAP"],
+                                                                         abs=1e-6)
+
+
+def test_smoke_scale_point_trains_each_seed_once(tmp_path) -> None:
+    """``--view-batches N --calibration --variants hapvr`` (a point of the scale curve): the run row is the model
+    the calibration entry scored (one training per seed), the file states SCALE_CLAIMS and the pool's clips."""
+    sweeps = load_script()
+    out = tmp_path / "scale.json"
+    assert sweeps.main(["--profile", "smoke", "--steps", "2", "--seeds", "0", "--view-batches", "2",
+                        "--calibration", "--variants", "hapvr", "--out", str(out)]) == 0
+    stored = json.loads(out.read_text())
+    assert stored["claims"] == sweeps.SCALE_CLAIMS and not sweeps._TRAINED     # the model was used and let go
+    assert stored["pool"]["0"]["view_batches"] == 2 and stored["pool"]["0"]["distinct_clips"] >= 1
+    (row,) = stored["runs"]["hapvr"]
+    trained = stored["calibration"]["0"]["0"]["methods"]["trained"]
+    assert row["mAP"] == trained["raw"]["mAP"] and row["uAP_z"] == trained["zscore"]["uAP"]

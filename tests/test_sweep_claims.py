@@ -39,3 +39,19 @@ def test_stored_claims_hold_and_match_the_script(name):
         assert [r["seed"] for r in better] == [r["seed"] for r in worse] == sweep["seeds"]
         gaps = [b[claim["metric"]] - w[claim["metric"]] for b, w in zip(better, worse)]
         assert min(gaps) > 0 and sum(gaps) / len(gaps) >= claim["margin"], (claim, gaps)
+
+
+SCALE = sorted((ROOT / "book" / "data").glob("hapvr_scale_vb*_sweeps.json"))
+
+
+def test_scale_files_are_stored() -> None:
+    assert SCALE, "the HAP-VR scale curve (benchmarks/hapvr_sweeps.py --view-batches) is not stored"
+
+
+@pytest.mark.parametrize("path", SCALE, ids=[p.stem for p in SCALE])
+def test_scale_claims_hold_and_match_the_script(path: Path) -> None:
+    """The scale curve's files (one per pool size) state the script's SCALE_CLAIMS, and each holds on every run."""
+    sweep = json.loads(path.read_text())
+    assert sweep["claims"] == _script("hapvr").SCALE_CLAIMS
+    for claim in sweep["claims"]:
+        assert claim_holds(sweep, claim), (claim, claim_gaps(sweep, claim))
