@@ -528,6 +528,43 @@ def calibration_run(profile: str, seed: int, data_seed: int, steps: int | None =
     return out
 
 
+#: What a re-check keeps of its own sweep file, under the main file's ``recheck`` key.
+RECHECK_KEYS: tuple[str, ...] = ("runs", "untrained", "calibration", "pool", "wall_seconds", "cpu_seconds")
+
+
+def recheck(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """``--recheck``: run the listed variants (and ``--calibration``) on an instance and seeds that the main
+    file ``--out`` never used, in the file ``<out>.recheck.json`` (so an interrupted re-check resumes), then
+    store its runs under ``recheck`` in ``--out`` with the seeds and the instance. The claims of ``--out`` are
+    tested there too (``tests/test_hapvr_sweeps.py``)."""
+    main_out = Path(args.out)
+    stored = json.loads(main_out.read_text())
+    used_seeds = {r["seed"] for rows in stored["runs"].values() for r in rows}
+    used_instances = {int(k) for k in stored["untrained"]} | {VALIDATION_SEED}
+    if args.data_seed in used_instances:
+        raise SystemExit(f"--data-seed {args.data_seed}: {main_out.name} already uses instances "
+                         f"{sorted(used_instances)} (the validation instance included); a re-check needs another")
+    if set(args.seeds) & used_seeds:
+        raise SystemExit(f"--seeds {args.seeds}: {main_out.name} already uses seeds {sorted(used_seeds)}")
+    rest = list(argv if argv is not None else sys.argv[1:])
+    rest = [a for a in rest if a != "--recheck" and not a.startswith("--out=")]
+    if "--out" in rest:
+        k = rest.index("--out")
+        del rest[k:k + 2]
+    scratch = main_out.with_suffix(".recheck.json")
+    code = main([*rest, "--out", str(scratch)])
+    data = json.loads(scratch.read_text())
+    stored = json.loads(main_out.read_text())       # read again: another process may have added runs meanwhile
+    seeds = {r["seed"] for rows in data["runs"].values() for r in rows}
+    seeds |= {int(s) for block in data.get("calibration", {}).values() for s in block}
+    stored["recheck"] = {"data_seeds": sorted(int(k) for k in data["untrained"]), "seeds": sorted(seeds),
+                         **{k: data[k] for k in RECHECK_KEYS if k in data}}
+    from hapref.files import atomic_write_bytes
+    atomic_write_bytes(main_out, (json.dumps(stored, indent=1, sort_keys=True) + "\n").encode())
+    print(f"stored the re-check under 'recheck' in {main_out}")
+    return code
+
+
 def main(argv: list[str] | None = None, scaled: bool = False) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default=PROFILE, choices=("smoke", PROFILE))
@@ -549,7 +586,12 @@ def main(argv: list[str] | None = None, scaled: bool = False) -> int:
     parser.add_argument("--calibration", action="store_true",
                         help="store raw / z-scored metrics, score summaries and the temporal-edit splits of the "
                              "full method (each --seeds seed) and the training-free methods (calibration block)")
+    parser.add_argument("--recheck", action="store_true",
+                        help="the claims' re-check: runs grow in <out>.recheck.json and are stored under the "
+                             "'recheck' key of --out; the instance and seeds must be ones --out never used")
     args = parser.parse_args(argv)
+    if args.recheck and args.view_batches is None:
+        return recheck(args, argv)
     if args.view_batches is not None:           # a larger pool: every function reads PROFILES[profile]
         original = PROFILES[args.profile]
         PROFILES[args.profile] = replace(original, view_batches=args.view_batches)

@@ -134,6 +134,53 @@ def test_stored_calibration_matches_the_stored_runs() -> None:
                                                                              abs=1e-6)
 
 
+def test_smoke_recheck_is_stored_under_its_key_and_refuses_used_instances_and_seeds(tmp_path) -> None:
+    """``--recheck`` runs in its own file and stores the runs under ``recheck`` of the main file, leaving the
+    main file's runs as they were; an instance or a seed the main file used is refused."""
+    sweeps = load_script()
+    out = tmp_path / "s.json"
+    base = ["--profile", "smoke", "--steps", "2", "--out", str(out), "--variants", "hapvr"]
+    assert sweeps.main([*base, "--seeds", "0"]) == 0
+    runs = json.loads(out.read_text())["runs"]
+    for used in (["--seeds", "5", "--data-seed", "0"], ["--seeds", "5", "--data-seed", str(sweeps.VALIDATION_SEED)],
+                 ["--seeds", "0", "--data-seed", "2"]):
+        with pytest.raises(SystemExit, match="already uses"):
+            sweeps.main([*base, *used, "--recheck"])
+    assert sweeps.main([*base, "--seeds", "5", "--data-seed", "2", "--recheck", "--calibration"]) == 0
+    stored = json.loads(out.read_text())
+    assert stored["runs"] == runs and "2" not in stored["untrained"]
+    check = stored["recheck"]
+    assert check["data_seeds"] == [2] and check["seeds"] == [5] and set(check["untrained"]) == {"2"}
+    assert [(r["seed"], r["data_seed"]) for r in check["runs"]["hapvr"]] == [(5, 2)]
+    assert set(check["calibration"]["2"]) == {"5"} and check["wall_seconds"] > 0
+    assert (tmp_path / "s.recheck.json").exists()            # the re-check's own file: it resumes from there
+
+
+def test_stored_recheck_holds_every_claim_on_an_unused_instance() -> None:
+    """The claims, and the calibration finding (a per-query z-score raises the trained network's μAP), hold on
+    seeds and an instance the chapter never used (nor the alignment settings' validation instance)."""
+    from hapref.stats import claim_gaps
+
+    sweeps = load_script()
+    stored = json.loads((ROOT / "book" / "data" / "hapvr_sweeps.json").read_text())
+    check = stored["recheck"]
+    used = {r["seed"] for rows in stored["runs"].values() for r in rows}
+    assert not set(check["seeds"]) & used and len(check["seeds"]) >= 2
+    assert not {str(d) for d in check["data_seeds"]} & (set(stored["untrained"]) | {str(sweeps.VALIDATION_SEED)})
+    for ds in check["data_seeds"]:
+        assert set(check["untrained"][str(ds)]) == set(sweeps.TRAINING_FREE) | set(sweeps.ALIGNMENT)
+    for claim in stored["claims"]:
+        gaps = claim_gaps(check, claim)
+        assert len(gaps) == len(check["seeds"]) * len(check["data_seeds"]) and min(gaps) > 0, (claim, gaps)
+    entries = [e for block in check["calibration"].values() for e in block.values()]
+    assert len(entries) == len(check["seeds"]) * len(check["data_seeds"])
+    for e in entries:
+        trained = e["methods"]["trained"]
+        assert trained["zscore"]["uAP"] > trained["raw"]["uAP"]
+        row = next(r for r in check["runs"]["hapvr"] if (r["seed"], r["data_seed"]) == (e["seed"], e["data_seed"]))
+        assert trained["raw"]["mAP"] == pytest.approx(row["mAP"], abs=1e-9)          # trained once
+
+
 def test_view_batches_override_is_stored_and_undone(tmp_path) -> None:
     """--view-batches (the scale curve's larger pool) trains on that pool, records it in the file's settings and
     leaves the profile table as it was; every run stores the per-query z-scored metrics too."""
