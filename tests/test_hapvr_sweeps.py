@@ -157,8 +157,8 @@ def test_smoke_recheck_is_stored_under_its_key_and_refuses_used_instances_and_se
 
 
 def test_stored_recheck_holds_every_claim_on_an_unused_instance() -> None:
-    """The claims, and the calibration finding (a per-query z-score raises the trained network's μAP), hold on
-    seeds and an instance the chapter never used (nor the alignment settings' validation instance)."""
+    """The claims hold on seeds and an instance the chapter never used (nor the alignment settings' validation
+    instance); each re-check run's calibration entry scores the run's own model."""
     from hapref.stats import claim_gaps
 
     sweeps = load_script()
@@ -176,7 +176,7 @@ def test_stored_recheck_holds_every_claim_on_an_unused_instance() -> None:
     assert len(entries) == len(check["seeds"]) * len(check["data_seeds"])
     for e in entries:
         trained = e["methods"]["trained"]
-        assert trained["zscore"]["uAP"] > trained["raw"]["uAP"]
+        assert trained["zscore"]["mAP"] == pytest.approx(trained["raw"]["mAP"], abs=1e-6)    # a per-row map
         row = next(r for r in check["runs"]["hapvr"] if (r["seed"], r["data_seed"]) == (e["seed"], e["data_seed"]))
         assert trained["raw"]["mAP"] == pytest.approx(row["mAP"], abs=1e-9)          # trained once
 
