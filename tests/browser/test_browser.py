@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -428,6 +429,37 @@ def test_solutions_are_collapsed(page: DevTools, path: Path) -> None:
     assert sol["solutions"] > 0, f"{_name(path)}: no collapsed solution under Exercises"
     assert not sol["visible"], f"{_name(path)}: solution parts visible before opening:\n  " + "\n  ".join(
         sol["visible"])
+
+
+#: A GitHub table's separator row as text: |---| or |:---|, or its dashes typeset as dashes (|——|).
+_RAW_TABLE = re.compile(r"\|\s*:?(?:-{3,}|[\u2013\u2014]+)-*:?\s*\|")
+
+
+@pytest.mark.parametrize("path", _chapters(), ids=_name)
+def test_markdown_tables_render_as_tables(path: Path) -> None:
+    """The chapters' tables are Markdown outputs of code cells (``display(Markdown(...))``); the book renders
+    them as HTML tables (``nb_render_markdown_format: gfm``), so no page shows a table's raw ``|---|`` row."""
+    from html.parser import HTMLParser
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.skip, self.chunks = 0, []
+
+        def handle_starttag(self, tag, attrs) -> None:
+            self.skip += tag in ("pre", "code", "script", "style")
+
+        def handle_endtag(self, tag) -> None:
+            self.skip -= tag in ("pre", "code", "script", "style") and self.skip > 0
+
+        def handle_data(self, data) -> None:
+            if not self.skip:
+                self.chunks.append(data)
+
+    parser = Text()
+    parser.feed(path.read_text(errors="replace"))
+    raw = [c.strip()[:80] for c in parser.chunks if _RAW_TABLE.search(c)]
+    assert not raw, f"{_name(path)} shows Markdown tables as text: {raw}"
 
 
 def report(html: Path) -> int:
