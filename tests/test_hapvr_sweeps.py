@@ -156,6 +156,22 @@ def test_smoke_recheck_is_stored_under_its_key_and_refuses_used_instances_and_se
     assert (tmp_path / "s.recheck.json").exists()            # the re-check's own file: it resumes from there
 
 
+def test_smoke_pool_curve_is_the_run_with_its_training_side(tmp_path) -> None:
+    """``--pool-curve`` retrains the full method and records, at step 0 and at each curve step, the held-out
+    mAP beside the objective and the in-batch mAP on the pool of training views: the same run as the stored
+    row (its last held-out mAP is the row's mAP)."""
+    sweeps = load_script()
+    out = tmp_path / "p.json"
+    assert sweeps.main(["--profile", "smoke", "--steps", "4", "--seeds", "0", "--pool-curve", "--variants", "hapvr",
+                        "--out", str(out)]) == 0
+    stored = json.loads(out.read_text())
+    rows = stored["pool_curve"]["0"]["0"]
+    (run,) = stored["runs"]["hapvr"]
+    assert [r[0] for r in rows] == [0] + [step for step, _ in run["curve"]]
+    assert rows[-1][1] == run["mAP"] and [r[1] for r in rows[1:]] == [m for _, m in run["curve"]]
+    assert all(r[2] > 0 and 0.0 <= r[3] <= 1.0 for r in rows)
+
+
 def test_stored_recheck_holds_every_claim_on_an_unused_instance() -> None:
     """The claims hold on seeds and an instance the chapter never used (nor the alignment settings' validation
     instance); each re-check run's calibration entry scores the run's own model."""
@@ -229,6 +245,19 @@ def test_stored_scale_point(path: Path) -> None:
         for name in sweeps.ALIGNMENT:       # the calibration block scores the same alignment as untrained[0]
             assert entry["methods"][name]["raw"]["mAP"] == pytest.approx(stored["untrained"]["0"][name]["mAP"],
                                                                          abs=1e-6)
+
+
+def test_stored_pool_curve_is_the_scale_runs_training_side() -> None:
+    """Where a scale file stores ``pool_curve`` (train versus held-out), each seed's rows are its stored run:
+    the held-out mAP at every curve step equals the run's curve, and step 0 is the network as initialised."""
+    stored = [json.loads(p.read_text()) for p in SCALE]
+    with_curve = [s for s in stored if "pool_curve" in s]
+    assert with_curve, "no scale file stores the pool curve (benchmarks/hapvr_sweeps.py --pool-curve)"
+    for s in with_curve:
+        runs = {str(r["seed"]): r for r in s["runs"]["hapvr"]}
+        for seed, rows in s["pool_curve"]["0"].items():
+            assert rows[0][0] == 0 and [r[0] for r in rows[1:]] == [c[0] for c in runs[seed]["curve"]]
+            assert [r[1] for r in rows[1:]] == pytest.approx([c[1] for c in runs[seed]["curve"]], abs=1e-9)
 
 
 def test_smoke_scale_point_trains_each_seed_once(tmp_path) -> None:
