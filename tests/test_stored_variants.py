@@ -26,7 +26,8 @@ SCRIPTS = {"tca_sweeps": "tca_sweeps", "tca_stock_sweeps": "tca_sweeps", "tca_co
            "hapvr_sweeps": "hapvr_sweeps", "radial_sweeps": "radial_sweeps", "autossvh_sweeps": "autossvh_sweeps",
            "autossvh_redundant_sweeps": "autossvh_sweeps", "autossvh_redundant_iid_sweeps": "autossvh_sweeps",
            "autossvh_paper_regime_sweeps": "autossvh_sweeps",
-           "hapvr_scale_vb32_sweeps": "hapvr_sweeps", "hapvr_scale_vb64_sweeps": "hapvr_sweeps"}
+           "hapvr_scale_vb32_sweeps": "hapvr_sweeps", "hapvr_scale_vb64_sweeps": "hapvr_sweeps",
+           "hapvr_scale_vb64_s400_sweeps": "hapvr_sweeps"}
 #: TCA: the smallest profile with the same kind of data as each stored profile.
 TCA_SMALL = {"edits": "edits-smoke", "context": "context-smoke", "stock": "smoke"}
 #: Sizes that make the data small; everything else (bank, keys per step, batch, model, schedule) is the stored one.
