@@ -605,6 +605,20 @@ def calibration_run(profile: str, seed: int, data_seed: int, steps: int | None =
     return out
 
 
+def add_per_seed(sweep: SweepFile, key: str, seeds: list[int], data_seed: int, shown: bool, run) -> None:
+    """Store ``run(seed)`` under ``sweep.data[key][data seed][seed]`` for each seed not stored yet (the
+    ``calibration`` and ``pool_curve`` blocks), one finished seed at a time; ``shown``: print the value too."""
+    for seed in seeds:
+        block = dict(sweep.data.get(key, {}))
+        if str(seed) in block.get(str(data_seed), {}):
+            continue
+        value, wall, cpu = sweep.timed(lambda: run(seed))
+        block.setdefault(str(data_seed), {})[str(seed)] = value
+        sweep.add(key, block, wall, cpu)
+        print(f"{key.replace('_', ' ')} seed={seed} data_seed={data_seed} ({wall:.1f} s)"
+              + (f": {value}" if shown else ""), file=sys.stderr, flush=True)
+
+
 #: What a re-check keeps of its own sweep file, under the main file's ``recheck`` key.
 RECHECK_KEYS: tuple[str, ...] = ("runs", "untrained", "calibration", "pool", "wall_seconds", "cpu_seconds")
 
@@ -722,24 +736,10 @@ def main(argv: list[str] | None = None, scaled: bool = False) -> int:
                                                                      args.seeds[0], args.steps))
             block[str(args.data_seed)] = value
             sweep.add("long_targets", block, wall, cpu)
-        for seed in args.seeds if args.pool_curve else ():
-            block = dict(sweep.data.get("pool_curve", {}))
-            if str(seed) not in block.get(str(args.data_seed), {}):
-                value, wall, cpu = sweep.timed(lambda: pool_curve_run(args.profile, seed, args.data_seed,
-                                                                      args.steps))
-                block.setdefault(str(args.data_seed), {})[str(seed)] = value
-                sweep.add("pool_curve", block, wall, cpu)
-                print(f"pool curve seed={seed} data_seed={args.data_seed} ({wall:.1f} s): {value}",
-                      file=sys.stderr, flush=True)
-        for seed in args.seeds if args.calibration else ():
-            block = dict(sweep.data.get("calibration", {}))
-            if str(seed) not in block.get(str(args.data_seed), {}):
-                value, wall, cpu = sweep.timed(lambda: calibration_run(args.profile, seed, args.data_seed,
-                                                                       args.steps))
-                block.setdefault(str(args.data_seed), {})[str(seed)] = value
-                sweep.add("calibration", block, wall, cpu)
-                print(f"calibration seed={seed} data_seed={args.data_seed} ({wall:.1f} s)", file=sys.stderr,
-                      flush=True)
+        for key, run, shown in (("pool_curve", pool_curve_run, True), ("calibration", calibration_run, False)):
+            if getattr(args, key):
+                add_per_seed(sweep, key, args.seeds, args.data_seed, shown,
+                             lambda seed: run(args.profile, seed, args.data_seed, args.steps))
         sweep.run_missing(args.variants, args.seeds, args.data_seed,
                           lambda variant, seed: run_one(args.profile, variant, seed, args.data_seed, args.steps),
                           lambda row: f"mAP={row['mAP']:.4f} uAP={row['uAP']:.4f} shuffled={row['mAP_shuffled']:.4f}")
